@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Installs every dependency Unitile needs on a fresh Debian machine, then configures and
+# builds it. Safe to run twice: apt-get and pip skip what is already there, and the
+# build is incremental.
+#   scripts/setup.sh            install + build (build/)
+#   UNITILE_SKIP_APT=1 ...      skip the apt-get step (already done)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+APT_PACKAGES=(
+  build-essential cmake ninja-build pkg-config git
+  libfmt-dev libtomlplusplus-dev libcli11-dev nlohmann-json3-dev libxxhash-dev
+  libsqlite3-dev libgtest-dev libgmock-dev libbenchmark-dev
+  llvm-14-tools
+  ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo
+  python3 python3-venv python3-numpy
+)
+
+if [[ "${UNITILE_SKIP_APT:-0}" != 1 ]]; then
+  SUDO=""
+  if [[ $(id -u) -ne 0 ]]; then SUDO="sudo"; fi
+  missing=()
+  for p in "${APT_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  if ((${#missing[@]})); then
+    echo "setup: installing ${missing[*]}"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  fi
+fi
+
+# A venv from Debian's own interpreter sees Debian's numpy; lit comes from PyPI.
+if [[ ! -x .venv/bin/python ]]; then
+  /usr/bin/python3 -m venv --system-site-packages .venv
+fi
+.venv/bin/python -c "import lit" 2>/dev/null || .venv/bin/pip install -q lit
+
+BUILD_DIR=${UNITILE_BUILD_DIR:-build}
+WERROR=OFF
+if [[ -n "${CI:-}" || "${UNITILE_WERROR:-0}" == 1 ]]; then WERROR=ON; fi
+cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DUNITILE_WERROR=$WERROR >/dev/null
+cmake --build "$BUILD_DIR" -j "$(nproc)"

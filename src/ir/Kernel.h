@@ -1,0 +1,82 @@
+// Kernel IR: a kernel is named tensors (inputs, outputs, locals), scalar params, and an
+// ordered list of tensor comprehensions such as `C[i,j] += A[i,k] * B[k,j]`.
+#pragma once
+
+#include "ir/Expr.h"
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace unitile {
+
+enum class TensorRole : uint8_t { Input, Output, Local };
+
+struct TensorDecl {
+  std::string name;
+  DType dtype = DType::F32;
+  /// One expression per dimension: an integer literal, a shape symbol (`M`), or an
+  /// expression over symbols (`2*D`, `(H-R)//S+1`). Rank 0 (a scalar tensor) is allowed.
+  std::vector<Expr> shape;
+  TensorRole role = TensorRole::Input;
+  SourceLoc loc;
+};
+
+/// A scalar passed at call time. Integer params used inside index expressions are
+/// specialisation constants (bound before lowering, like shape symbols); all other params
+/// are kernel arguments, so changing them does not recompile.
+struct ParamDecl {
+  std::string name;
+  DType dtype = DType::F32;
+  SourceLoc loc;
+};
+
+/// `=` assigns; the rest reduce, starting from the identity (0, 1, -inf, +inf).
+enum class ReduceKind : uint8_t { Assign, Add, Mul, Max, Min };
+const char* reduce_token(ReduceKind k); // "=", "+=", "*=", "max=", "min="
+
+/// One statement `out[i, j, ...] OP= value`. Index variables on the left are spatial;
+/// variables that occur only on the right are reduction axes.
+struct Comprehension {
+  std::string output;               // tensor written (an output or a local)
+  std::vector<std::string> indices; // left-hand index variables, distinct
+  std::vector<SourceLoc> index_locs;
+  ReduceKind reduce = ReduceKind::Assign;
+  Expr value;
+  SourceLoc loc;
+  // Filled by the verifier:
+  std::vector<std::string> reduction_vars; // in order of first appearance on the right
+  /// Extent of every index variable (spatial and reduction), as an expression over shape
+  /// symbols, inferred from the dimensions it indexes.
+  std::map<std::string, Expr> ranges;
+};
+
+struct Kernel {
+  std::string name;
+  SourceLoc loc;
+  std::vector<TensorDecl> tensors; // in declaration order: inputs, outputs, locals mixed
+  std::vector<ParamDecl> params;
+  std::vector<Comprehension> body;
+  /// Optional `schedule { ... }` block that follows the kernel (Scheduling issue); kept as
+  /// raw text here so the core round-trips it.
+  std::optional<std::string> schedule_text;
+
+  const TensorDecl* find_tensor(const std::string& name) const;
+  const ParamDecl* find_param(const std::string& name) const;
+  std::vector<const TensorDecl*> inputs() const;
+  std::vector<const TensorDecl*> outputs() const;
+  /// Shape symbols in order of first appearance in the declarations.
+  std::vector<std::string> shape_symbols() const;
+};
+
+/// A parsed .ut file: several kernels.
+struct Module {
+  std::vector<Kernel> kernels;
+  const Kernel* find(const std::string& name) const;
+};
+
+/// Concrete values for shape symbols and integer specialisation params.
+using ShapeBindings = std::map<std::string, int64_t>;
+
+} // namespace unitile

@@ -1,0 +1,155 @@
+// Loop IR statement factories, names and launch geometry.
+#include "ir/Loop.h"
+
+namespace unitile {
+
+namespace {
+std::shared_ptr<StmtNode> node(StmtKind k) {
+  auto n = std::make_shared<StmtNode>();
+  n->kind = k;
+  return n;
+}
+} // namespace
+
+const char* for_kind_name(ForKind k) {
+  switch (k) {
+  case ForKind::Serial: return "serial";
+  case ForKind::Parallel: return "parallel";
+  case ForKind::Vectorized: return "vectorized";
+  case ForKind::Unrolled: return "unrolled";
+  case ForKind::GridX: return "grid.x";
+  case ForKind::GridY: return "grid.y";
+  case ForKind::GridZ: return "grid.z";
+  case ForKind::ThreadX: return "thread.x";
+  case ForKind::ThreadY: return "thread.y";
+  case ForKind::ThreadZ: return "thread.z";
+  }
+  return "?";
+}
+
+const char* mem_scope_name(MemScope s) {
+  switch (s) {
+  case MemScope::Global: return "global";
+  case MemScope::Shared: return "shared";
+  case MemScope::Local: return "local";
+  case MemScope::Register: return "register";
+  }
+  return "?";
+}
+
+Stmt for_loop(std::string v, Expr min, Expr extent, ForKind kind, Stmt body) {
+  auto n = node(StmtKind::For);
+  n->var = std::move(v);
+  n->min = std::move(min);
+  n->extent = std::move(extent);
+  n->for_kind = kind;
+  n->body = {std::move(body)};
+  return n;
+}
+
+Stmt if_then(Expr cond, Stmt then_case, Stmt else_case) {
+  auto n = node(StmtKind::If);
+  n->cond = std::move(cond);
+  n->body = {std::move(then_case)};
+  if (else_case) n->body.push_back(std::move(else_case));
+  return n;
+}
+
+Stmt store(std::string buffer, std::vector<Expr> indices, Expr value) {
+  auto n = node(StmtKind::Store);
+  n->buffer = std::move(buffer);
+  n->indices = std::move(indices);
+  n->value = std::move(value);
+  return n;
+}
+
+Stmt allocate(std::string buffer, DType t, std::vector<int64_t> shape, MemScope scope, Stmt body) {
+  auto n = node(StmtKind::Allocate);
+  n->buffer = std::move(buffer);
+  n->dtype = t;
+  n->shape = std::move(shape);
+  n->scope = scope;
+  n->body = {std::move(body)};
+  return n;
+}
+
+Stmt let_stmt(std::string v, Expr value, Stmt body) {
+  auto n = node(StmtKind::Let);
+  n->var = std::move(v);
+  n->value = std::move(value);
+  n->body = {std::move(body)};
+  return n;
+}
+
+Stmt block(std::vector<Stmt> stmts) {
+  std::vector<Stmt> flat;
+  for (auto& s : stmts) {
+    if (!s) continue;
+    if (s->kind == StmtKind::Block)
+      flat.insert(flat.end(), s->body.begin(), s->body.end());
+    else
+      flat.push_back(std::move(s));
+  }
+  if (flat.size() == 1) return flat[0];
+  auto n = node(StmtKind::Block);
+  n->body = std::move(flat);
+  return n;
+}
+
+Stmt barrier() { return node(StmtKind::Barrier); }
+
+const LoopBuffer* LoopProgram::find_buffer(const std::string& n) const {
+  for (const auto& b : buffers)
+    if (b.name == n) return &b;
+  return nullptr;
+}
+
+namespace {
+int grid_axis(ForKind k) {
+  switch (k) {
+  case ForKind::GridX: return 0;
+  case ForKind::GridY: return 1;
+  case ForKind::GridZ: return 2;
+  default: return -1;
+  }
+}
+int thread_axis(ForKind k) {
+  switch (k) {
+  case ForKind::ThreadX: return 0;
+  case ForKind::ThreadY: return 1;
+  case ForKind::ThreadZ: return 2;
+  default: return -1;
+  }
+}
+uint32_t const_extent(const StmtNode& f) {
+  UT_INTERNAL_ASSERT(f.extent && f.extent->kind == ExprKind::IntImm,
+                     "grid/thread loop '" + f.var + "' needs a constant extent");
+  UT_INTERNAL_ASSERT(f.extent->int_value >= 1 && f.extent->int_value <= 0xffffffffLL,
+                     "grid/thread loop extent out of range");
+  return static_cast<uint32_t>(f.extent->int_value);
+}
+} // namespace
+
+LaunchDims launch_dims(const LoopFunc& f) {
+  LaunchDims d;
+  const StmtNode* s = f.body.get();
+  // Outermost grid loops (possibly under lets), then thread loops directly inside them.
+  while (s) {
+    if (s->kind == StmtKind::Let) {
+      s = s->body[0].get();
+      continue;
+    }
+    if (s->kind != StmtKind::For) break;
+    int g = grid_axis(s->for_kind), t = thread_axis(s->for_kind);
+    if (g >= 0)
+      d.grid[g] = const_extent(*s);
+    else if (t >= 0)
+      d.block[t] = const_extent(*s);
+    else
+      break;
+    s = s->body[0].get();
+  }
+  return d;
+}
+
+} // namespace unitile
