@@ -79,4 +79,9 @@ struct Module {
 /// Concrete values for shape symbols and integer specialisation params.
 using ShapeBindings = std::map<std::string, int64_t>;
 
+/// Structural equality of kernels and modules: names, declarations, statements, the
+/// verifier's results and schedule text; source locations are ignored (KernelEqual.cpp).
+bool equal(const Kernel& a, const Kernel& b);
+bool equal(const Module& a, const Module& b);
+
 } // namespace unitile
