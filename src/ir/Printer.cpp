@@ -20,7 +20,6 @@ namespace {
 enum Level : int {
   kSelect = 0, kOr, kAnd, kEquality, kCompare, kAdditive, kMultiplicative,
   kUnary,   // -x, !x and negative literals
-  kPostfix, // X[i] ?? 0
   kPrimary,
 };
 
@@ -63,7 +62,9 @@ int level_of(const Expr& e) {
   case ExprKind::Select: return kSelect;
   case ExprKind::Binary: return binary_level(e->binary_op);
   case ExprKind::Unary: return kUnary;
-  case ExprKind::Access: return e->guard ? kPostfix : kPrimary;
+  // A guarded read binds tighter than any operator, but `X[i] ?? 0 * W[j]` would read
+  // as if the default were `0 * W[j]`: parenthesise it wherever it is an operand.
+  case ExprKind::Access: return e->guard ? kSelect : kPrimary;
   default: return kPrimary;
   }
 }
