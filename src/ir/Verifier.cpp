@@ -335,7 +335,7 @@ private:
             : is_integer(target)    ? is_integer(v)
                                     : v != DType::Bool;
     if (ok) return;
-    fail(loc, fmt::format("dtype mismatch: cannot store a {} value in {} tensor '{}'", dtype_name(v),
+    fail(loc, fmt::format("dtype mismatch: cannot store a value of type {} in {} tensor '{}'", dtype_name(v),
                           dtype_name(target), tensor),
          v == DType::Bool ? std::string(kBoolArithHint)
                           : fmt::format("cast explicitly, e.g. {}(...)", dtype_name(target)),
@@ -474,7 +474,7 @@ private:
       if (!ok)
         fail_at(guard, fmt::format("default value of type {} for {} tensor '{}'", dtype_name(g),
                                    dtype_name(t.dtype), e->name),
-                fmt::format("the value after ?""? must be a {} value", dtype_name(t.dtype)));
+                fmt::format("the value after ?""? must have type {}", dtype_name(t.dtype)));
     }
     return retyped(e, t.dtype, std::move(idx), std::move(guard));
   }
