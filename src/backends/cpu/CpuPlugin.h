@@ -1,0 +1,75 @@
+// Internal declarations of the cpu device plugin: its handle types, the toolchain calls
+// (compile C to a shared object, load one) and the block thread pool.
+#pragma once
+
+#include "codegen/CDialectAbi.h"
+#include "unitile/device.h"
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+struct ut_buffer {
+  void* data;
+  size_t bytes;
+};
+
+struct ut_binary {
+  std::vector<unsigned char> bytes; // the shared object
+};
+
+struct ut_kernel {
+  void* library = nullptr;       // dlopen handle
+  ut_c_entry_fn entry = nullptr; // the generated function
+  // Kept open (or on disk) while loaded: the dynamic loader matches libraries by path, so
+  // the path must not be reused by another binary until this one is unloaded.
+  int fd = -1;
+  std::string temp_path;
+};
+
+namespace unitile::cpu {
+
+/// Write `message` into `err` (when given) and return `status`.
+ut_status fail(ut_error* err, ut_status status, const std::string& message);
+
+/// First line of `cc --version`, computed once.
+const char* toolchain_version();
+
+/// Compile C source with the compiler and flags in `options` into a shared object.
+ut_status compile(const char* source, const char* options, ut_binary** out, ut_error* err);
+
+/// Load a shared object's bytes and look up `entry`.
+ut_status load(const void* data, size_t size, const char* entry, ut_kernel** out, ut_error* err);
+void unload(ut_kernel* k);
+
+/// A persistent pool that runs chunks of work on `threads` threads (the caller is one of
+/// them). One job at a time; run() returns when every chunk has finished.
+class ThreadPool {
+public:
+  explicit ThreadPool(unsigned threads);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  unsigned threads() const { return static_cast<unsigned>(workers_.size()) + 1; }
+  void run(uint64_t chunks, const std::function<void(uint64_t)>& chunk_fn);
+
+private:
+  void worker();
+  void drain();
+
+  std::vector<std::thread> workers_;
+  std::mutex one_job_; // held for a whole run(): launches from several host threads queue
+  std::mutex mutex_;
+  std::condition_variable wake_, done_;
+  const std::function<void(uint64_t)>* job_ = nullptr;
+  uint64_t chunks_ = 0, next_ = 0, finished_ = 0;
+  uint64_t generation_ = 0;
+  bool stopping_ = false;
+};
+
+} // namespace unitile::cpu

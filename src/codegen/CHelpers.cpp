@@ -1,0 +1,252 @@
+// Texts of the helper functions generated C code calls (see CHelpers.h).
+//
+// The f16/bf16 conversions use integer arithmetic only, so they round to nearest even
+// and treat NaN, infinities and subnormals exactly whatever floating-point flags the HCD
+// passes to the compiler (-ffast-math included). They match the sim device bit for bit.
+#include "codegen/CHelpers.h"
+
+#include "ir/Diagnostic.h"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <map>
+
+namespace unitile::codegen {
+
+namespace {
+
+struct ScalarHelper {
+  std::vector<std::string> deps;
+  std::string text;
+};
+
+// Replace every `$T` by the C type and `$S` by the type suffix of a generic helper.
+std::string instantiate(std::string text, std::string_view ctype, std::string_view suffix) {
+  for (size_t p = text.find('$'); p != std::string::npos; p = text.find('$', p)) {
+    std::string_view with = text[p + 1] == 'T' ? ctype : suffix;
+    text.replace(p, 2, with);
+    p += with.size();
+  }
+  return text;
+}
+
+constexpr std::string_view kF16ToF32 = R"(static inline float ut_f16_to_f32(uint16_t h) {
+  uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu, x;
+  if (e == 0x1fu) {
+    x = sign | 0x7f800000u | (m << 13);
+  } else if (e != 0) {
+    x = sign | ((e + 112u) << 23) | (m << 13);
+  } else if (m == 0) {
+    x = sign;
+  } else {
+    e = 113u;
+    while (!(m & 0x400u)) { m <<= 1; --e; }
+    x = sign | (e << 23) | ((m & 0x3ffu) << 13);
+  }
+  float f;
+  memcpy(&f, &x, sizeof f);
+  return f;
+}
+)";
+
+constexpr std::string_view kF32ToF16 = R"(static inline uint16_t ut_f32_to_f16(float f) {
+  uint32_t x;
+  memcpy(&x, &f, sizeof x);
+  uint16_t sign = (uint16_t)((x >> 16) & 0x8000u);
+  uint32_t a = x & 0x7fffffffu;
+  if (a > 0x7f800000u) return (uint16_t)(sign | 0x7e00u | ((a >> 13) & 0x3ffu));
+  if (a >= 0x47800000u) return (uint16_t)(sign | 0x7c00u);
+  if (a >= 0x38800000u) {
+    uint32_t r = a - 0x38000000u;
+    r += 0xfffu + ((r >> 13) & 1u);
+    return (uint16_t)(sign | (r >> 13));
+  }
+  if (a < 0x33000000u) return sign;
+  uint32_t e = a >> 23, m = (a & 0x7fffffu) | 0x800000u, s = 126u - e;
+  uint32_t q = m >> s, rem = m & ((1u << s) - 1u), half = 1u << (s - 1u);
+  if (rem > half || (rem == half && (q & 1u))) ++q;
+  return (uint16_t)(sign | q);
+}
+)";
+
+constexpr std::string_view kBf16ToF32 = R"(static inline float ut_bf16_to_f32(uint16_t h) {
+  uint32_t x = (uint32_t)h << 16;
+  float f;
+  memcpy(&f, &x, sizeof f);
+  return f;
+}
+)";
+
+constexpr std::string_view kF32ToBf16 = R"(static inline uint16_t ut_f32_to_bf16(float f) {
+  uint32_t x;
+  memcpy(&x, &f, sizeof x);
+  if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40u);
+  x += 0x7fffu + ((x >> 16) & 1u);
+  return (uint16_t)(x >> 16);
+}
+)";
+
+constexpr std::string_view kRoundF16 =
+    "static inline float ut_round_f16(float f) { return ut_f16_to_f32(ut_f32_to_f16(f)); }\n";
+constexpr std::string_view kRoundBf16 =
+    "static inline float ut_round_bf16(float f) { return ut_bf16_to_f32(ut_f32_to_bf16(f)); }\n";
+
+// Integer floor division and Python modulo (sign of the divisor).
+constexpr std::string_view kFloorDivInt = R"(static inline $T ut_floordiv_$S($T a, $T b) {
+  $T q = a / b;
+  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+)";
+constexpr std::string_view kModInt = R"(static inline $T ut_mod_$S($T a, $T b) {
+  $T r = a % b;
+  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}
+)";
+constexpr std::string_view kModFloat = R"(static inline $T ut_mod_$S($T a, $T b) {
+  $T r = ut_fmod_$S(a, b);
+  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}
+)";
+// min/max: NaN in, NaN out (fmin/fmax would drop it); otherwise min = a < b ? a : b and
+// max = a > b ? a : b, which also fixes which zero wins, as the sim device does.
+constexpr std::string_view kMinFloat =
+    "static inline $T ut_min_$S($T a, $T b) { return (a != a || b != b) ? a + b : (a < b ? a : b); }\n";
+constexpr std::string_view kMaxFloat =
+    "static inline $T ut_max_$S($T a, $T b) { return (a != a || b != b) ? a + b : (a > b ? a : b); }\n";
+constexpr std::string_view kMinInt = "static inline $T ut_min_$S($T a, $T b) { return a < b ? a : b; }\n";
+constexpr std::string_view kMaxInt = "static inline $T ut_max_$S($T a, $T b) { return a > b ? a : b; }\n";
+// float -> integer: truncate toward zero, NaN gives 0, saturate outside int64; the cast
+// to a narrower type then wraps. Defined for every input, unlike a plain C cast.
+constexpr std::string_view kFloatToInt = R"(static inline int64_t ut_float_to_i64(double v) {
+  if (v != v) return 0;
+  if (v >= 9223372036854775808.0) return INT64_MAX;
+  if (v < -9223372036854775808.0) return INT64_MIN;
+  return (int64_t)v;
+}
+)";
+// sign: -1, 0 or 1; NaN stays NaN.
+constexpr std::string_view kSign =
+    "static inline $T ut_sign_$S($T x) { return x > 0 ? ($T)1 : x < 0 ? ($T)-1 : x == 0 ? ($T)0 : x; }\n";
+constexpr std::string_view kAbsInt = "static inline $T ut_abs_$S($T x) { return x < 0 ? -x : x; }\n";
+
+const std::map<std::string, ScalarHelper, std::less<>>& scalar_helpers() {
+  static const std::map<std::string, ScalarHelper, std::less<>> table = [] {
+    std::map<std::string, ScalarHelper, std::less<>> t;
+    t["ut_f16_to_f32"] = {{}, std::string(kF16ToF32)};
+    t["ut_f32_to_f16"] = {{}, std::string(kF32ToF16)};
+    t["ut_bf16_to_f32"] = {{}, std::string(kBf16ToF32)};
+    t["ut_f32_to_bf16"] = {{}, std::string(kF32ToBf16)};
+    t["ut_float_to_i64"] = {{}, std::string(kFloatToInt)};
+    t["ut_round_f16"] = {{"ut_f16_to_f32", "ut_f32_to_f16"}, std::string(kRoundF16)};
+    t["ut_round_bf16"] = {{"ut_bf16_to_f32", "ut_f32_to_bf16"}, std::string(kRoundBf16)};
+    struct Generic {
+      const char* ctype;
+      const char* suffix;
+      bool is_float;
+    };
+    for (Generic g : {Generic{"float", "f32", true}, Generic{"double", "f64", true},
+                      Generic{"int32_t", "i32", false}, Generic{"int64_t", "i64", false}}) {
+      auto add = [&](const char* stem, std::string_view text, std::vector<std::string> deps = {}) {
+        t[std::string(stem) + g.suffix] = {std::move(deps), instantiate(std::string(text), g.ctype, g.suffix)};
+      };
+      add("ut_min_", g.is_float ? kMinFloat : kMinInt);
+      add("ut_max_", g.is_float ? kMaxFloat : kMaxInt);
+      add("ut_sign_", kSign);
+      if (g.is_float) {
+        std::string mod(kModFloat);
+        mod.replace(mod.find("ut_fmod_$S"), 10, g.suffix == std::string_view("f32") ? "fmodf" : "fmod");
+        add("ut_mod_", mod);
+      } else {
+        add("ut_floordiv_", kFloorDivInt);
+        add("ut_mod_", kModInt);
+        add("ut_abs_", kAbsInt);
+      }
+    }
+    return t;
+  }();
+  return table;
+}
+
+const char* dtype_ctype(DType t) {
+  switch (t) {
+  case DType::F32: return "float";
+  case DType::F64: return "double";
+  case DType::I32: return "int32_t";
+  case DType::I64: return "int64_t";
+  default: return nullptr;
+  }
+}
+
+std::string vector_text(DType elem, int lanes) {
+  std::string v = vector_type_name(elem, lanes);
+  DType mask_elem = vector_mask_elem(elem);
+  std::string m = vector_type_name(mask_elem, lanes);
+  const char* t = dtype_ctype(elem);
+  int bytes = dtype_bytes(elem) * lanes;
+  std::string s;
+  if (mask_elem != elem)
+    s += fmt::format("#ifndef UT_HAVE_{0}\n#define UT_HAVE_{0}\n"
+                     "typedef {1} {0} __attribute__((vector_size({2})));\n#endif\n",
+                     m, dtype_ctype(mask_elem), bytes);
+  s += fmt::format("#ifndef UT_HAVE_{0}\n#define UT_HAVE_{0}\n"
+                   "typedef {1} {0} __attribute__((vector_size({2})));\n#endif\n",
+                   v, t, bytes);
+  s += fmt::format(
+      "static inline {0} {0}_splat({1} x) {{ {0} v; for (int l = 0; l < {2}; ++l) v[l] = x; return v; }}\n"
+      "static inline {0} {0}_load(const {1}* p) {{ {0} v; memcpy(&v, p, sizeof v); return v; }}\n"
+      "static inline void {0}_store({1}* p, {0} v) {{ memcpy(p, &v, sizeof v); }}\n"
+      "static inline {0} {0}_blend({3} m, {0} a, {0} b) {{ return ({0})((({3})a & m) | (({3})b & ~m)); }}\n",
+      v, t, lanes, m);
+  if (is_float(elem))
+    s += fmt::format(
+        "static inline {0} {0}_min({0} a, {0} b) {{ return {0}_blend((a != a) | (b != b), a + b, {0}_blend(a < b, a, b)); }}\n"
+        "static inline {0} {0}_max({0} a, {0} b) {{ return {0}_blend((a != a) | (b != b), a + b, {0}_blend(a > b, a, b)); }}\n",
+        v);
+  else
+    s += fmt::format("static inline {0} {0}_min({0} a, {0} b) {{ return {0}_blend(a < b, a, b); }}\n"
+                     "static inline {0} {0}_max({0} a, {0} b) {{ return {0}_blend(a > b, a, b); }}\n",
+                     v);
+  return s;
+}
+
+} // namespace
+
+std::string vector_type_name(DType elem, int lanes) {
+  return fmt::format("ut_v{}{}", lanes, dtype_name(elem));
+}
+
+DType vector_mask_elem(DType elem) {
+  return dtype_bytes(elem) == 8 ? DType::I64 : DType::I32;
+}
+
+void CHelperSet::need(std::string_view name) {
+  const auto& table = scalar_helpers();
+  auto it = table.find(name);
+  UT_INTERNAL_ASSERT(it != table.end(), "unknown C helper " + std::string(name));
+  if (!scalars_.insert(std::string(name)).second) return;
+  for (const auto& d : it->second.deps) need(d);
+}
+
+std::string CHelperSet::need_vector(DType elem, int lanes) {
+  UT_INTERNAL_ASSERT(dtype_ctype(elem) != nullptr, "no vector type for " + std::string(dtype_name(elem)));
+  UT_INTERNAL_ASSERT(lanes > 1 && (lanes & (lanes - 1)) == 0, "vector lanes must be a power of two");
+  vectors_.insert({static_cast<int>(elem), lanes});
+  return vector_type_name(elem, lanes);
+}
+
+std::string CHelperSet::text() const {
+  // Dependencies never come after their users: the conversions first, then the rest.
+  static const std::vector<std::string> first = {"ut_f16_to_f32", "ut_f32_to_f16", "ut_bf16_to_f32",
+                                                 "ut_f32_to_bf16"};
+  const auto& table = scalar_helpers();
+  std::string s;
+  for (const auto& name : first)
+    if (scalars_.count(name)) s += table.find(name)->second.text;
+  for (const auto& name : scalars_)
+    if (std::find(first.begin(), first.end(), name) == first.end()) s += table.find(name)->second.text;
+  for (auto [elem, lanes] : vectors_) s += vector_text(static_cast<DType>(elem), lanes);
+  return s;
+}
+
+} // namespace unitile::codegen

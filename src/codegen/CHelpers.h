@@ -1,0 +1,38 @@
+// The small C functions and vector types generated code may call: f16/bf16 conversions,
+// Python-style floor division and modulo, NaN-propagating min/max, and GCC vector
+// extension types with their load/store/splat/blend helpers. Each translation unit gets
+// only the ones it uses, so generated code stays short enough to read.
+#pragma once
+
+#include "ir/Type.h"
+
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace unitile::codegen {
+
+class CHelperSet {
+public:
+  /// Request scalar helper `name` (e.g. "ut_f32_to_f16", "ut_max_f32"); an unknown name
+  /// is a compiler bug.
+  void need(std::string_view name);
+  /// Request the vector type of `lanes` elements of `elem` (f32, f64, i32, i64) and its
+  /// helpers; returns its name, e.g. "ut_v8f32". The lane count must be a power of two.
+  std::string need_vector(DType elem, int lanes);
+  bool empty() const { return scalars_.empty() && vectors_.empty(); }
+  /// C definitions of everything requested (dependencies first), in a fixed order.
+  std::string text() const;
+
+private:
+  std::set<std::string> scalars_;
+  std::set<std::pair<int, int>> vectors_; // (dtype, lanes)
+};
+
+/// Name of the vector type of `lanes` elements of `elem`: ut_v<lanes><dtype>.
+std::string vector_type_name(DType elem, int lanes);
+/// The integer vector type that comparisons of `elem` vectors produce (same lane width).
+DType vector_mask_elem(DType elem);
+
+} // namespace unitile::codegen

@@ -1,0 +1,865 @@
+// The shared C-family printer from Loop IR (see CPrinter.h).
+#include "codegen/CPrinter.h"
+
+#include "codegen/CHelpers.h"
+#include "codegen/IndexBounds.h"
+#include "codegen/VectorLoop.h"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <map>
+#include <optional>
+#include <set>
+
+namespace unitile::codegen {
+
+namespace {
+
+// ---------------------------------------------------------------------------------------
+// Names
+
+// Identifiers the printed code uses itself; IR names that collide get a trailing '_'.
+const std::set<std::string, std::less<>>& reserved_identifiers() {
+  static const std::set<std::string, std::less<>> names = [] {
+    std::set<std::string, std::less<>> s = {
+        "auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else",
+        "enum", "extern", "float", "for", "goto", "if", "inline", "int", "long", "register",
+        "restrict", "return", "short", "signed", "sizeof", "static", "struct", "switch",
+        "typedef", "union", "unsigned", "void", "volatile", "while", "_Bool", "_Complex",
+        "_Imaginary", "_Alignas", "_Alignof", "_Atomic", "_Generic", "_Noreturn",
+        "_Static_assert", "_Thread_local", "bool", "true", "false", "asm", "typeof",
+        // what the prelude and the entry signature define
+        "args", "bx", "by", "bz", "int8_t", "int16_t", "int32_t", "int64_t", "uint8_t",
+        "uint16_t", "uint32_t", "uint64_t", "size_t", "memcpy", "malloc", "free", "abort",
+        "NAN", "INFINITY", "HUGE_VAL", "isnan", "isinf", "INT64_C", "INT64_MAX", "INT64_MIN", "NULL", "errno", "main",
+        "fabs", "fabsf", "nearbyint", "nearbyintf", "fmod", "fmodf"};
+    for (int f = 0; f <= static_cast<int>(MathFn::Atan2); ++f) {
+      std::string n = math_fn_name(static_cast<MathFn>(f));
+      s.insert(n);
+      s.insert(n + "f");
+    }
+    return s;
+  }();
+  return names;
+}
+
+std::string sanitize(const std::string& ir_name) {
+  std::string s;
+  for (char c : ir_name) s += (std::isalnum(static_cast<unsigned char>(c)) || c == '_') ? c : '_';
+  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) s = "v_" + s;
+  if (reserved_identifiers().count(s) || s.rfind("ut_", 0) == 0 || s.rfind("UT_", 0) == 0 ||
+      s.rfind("__", 0) == 0)
+    s += '_';
+  return s;
+}
+
+// IR names to C names, unique within one func. Buffers and variables are separate IR
+// namespaces, so they are keyed apart.
+class NameTable {
+public:
+  const std::string& buffer(const std::string& n) { return get("b:" + n, n); }
+  const std::string& var(const std::string& n) { return get("v:" + n, n); }
+  std::string fresh(const std::string& stem) { return fmt::format("ut_{}{}", stem, counter_++); }
+
+private:
+  const std::string& get(const std::string& key, const std::string& ir) {
+    auto it = names_.find(key);
+    if (it != names_.end()) return it->second;
+    std::string base = sanitize(ir), c = base;
+    for (int k = 1; taken_.count(c); ++k) c = fmt::format("{}_{}", base, k);
+    taken_.insert(c);
+    return names_.emplace(key, c).first->second;
+  }
+  std::map<std::string, std::string> names_;
+  std::set<std::string> taken_;
+  int counter_ = 0;
+};
+
+// ---------------------------------------------------------------------------------------
+// Free names of a statement: what it reads or writes that it does not bind itself.
+
+struct FreeNames {
+  std::set<std::string> buffers, vars;
+};
+
+void collect_expr(const Expr& e, const std::set<std::string>& bound_vars,
+                  const std::set<std::string>& bound_bufs, FreeNames& out) {
+  visit(e, [&](const Expr& n) {
+    if (n->kind == ExprKind::Var && !bound_vars.count(n->name)) out.vars.insert(n->name);
+    if (n->kind == ExprKind::Access && !bound_bufs.count(n->name)) out.buffers.insert(n->name);
+  });
+}
+
+void collect_stmt(const Stmt& s, std::set<std::string> bound_vars, std::set<std::string> bound_bufs,
+                  FreeNames& out) {
+  if (!s) return;
+  auto expr = [&](const Expr& e) { collect_expr(e, bound_vars, bound_bufs, out); };
+  switch (s->kind) {
+  case StmtKind::For:
+    expr(s->min);
+    expr(s->extent);
+    bound_vars.insert(s->var);
+    break;
+  case StmtKind::If: expr(s->cond); break;
+  case StmtKind::Store:
+    if (!bound_bufs.count(s->buffer)) out.buffers.insert(s->buffer);
+    for (const auto& i : s->indices) expr(i);
+    expr(s->value);
+    break;
+  case StmtKind::Allocate: bound_bufs.insert(s->buffer); break;
+  case StmtKind::Let:
+    expr(s->value);
+    bound_vars.insert(s->var);
+    break;
+  case StmtKind::Block:
+  case StmtKind::Barrier: break;
+  }
+  for (const auto& b : s->body) collect_stmt(b, bound_vars, bound_bufs, out);
+}
+
+FreeNames free_names(const Stmt& s) {
+  FreeNames f;
+  collect_stmt(s, {}, {}, f);
+  return f;
+}
+
+bool is_grid(ForKind k) { return k == ForKind::GridX || k == ForKind::GridY || k == ForKind::GridZ; }
+bool is_thread(ForKind k) {
+  return k == ForKind::ThreadX || k == ForKind::ThreadY || k == ForKind::ThreadZ;
+}
+
+bool const_int(const Expr& e, int64_t* v) {
+  if (!e || e->kind != ExprKind::IntImm) return false;
+  *v = e->int_value;
+  return true;
+}
+
+// Whether a func has a thread loop that runs more than one iteration, and a barrier.
+void scan_threads(const Stmt& s, bool* multi_thread, bool* has_barrier) {
+  if (!s) return;
+  if (s->kind == StmtKind::Barrier) *has_barrier = true;
+  int64_t ext;
+  if (s->kind == StmtKind::For && is_thread(s->for_kind) && !(const_int(s->extent, &ext) && ext == 1))
+    *multi_thread = true;
+  for (const auto& b : s->body) scan_threads(b, multi_thread, has_barrier);
+}
+
+// ---------------------------------------------------------------------------------------
+// Literals
+
+bool fits_int32(int64_t v) { return v > INT32_MIN && v <= INT32_MAX; }
+
+std::string int_literal(int64_t v, bool wide) {
+  if (v == INT64_MIN) return "(-INT64_C(9223372036854775807) - 1)";
+  if (wide && !fits_int32(v)) return fmt::format("INT64_C({})", v);
+  if (v == INT32_MIN) return "(-2147483647 - 1)";
+  return fmt::format("{}", v);
+}
+
+std::string float_literal(double v, bool single) {
+  if (std::isnan(v)) return single ? "NAN" : "((double)NAN)";
+  if (std::isinf(v)) {
+    std::string inf = single ? "INFINITY" : "HUGE_VAL";
+    return v < 0 ? "(-" + inf + ")" : inf;
+  }
+  std::string s = single ? fmt::format("{:.9g}", static_cast<float>(v)) : fmt::format("{:.17g}", v);
+  if (s.find_first_of(".e") == std::string::npos) s += ".0";
+  return single ? s + "f" : s;
+}
+
+// Whether `v` is exactly a value of the 16-bit float type `t`.
+bool exact_in_16bit(double v, DType t) {
+  if (!std::isfinite(v) || v == 0) return true;
+  int mant_bits = t == DType::F16 ? 11 : 8, min_exp = t == DType::F16 ? -14 : -126;
+  double max = t == DType::F16 ? 65504.0 : 3.3895313892515355e38;
+  if (std::fabs(v) > max) return false;
+  int e;
+  double m = std::frexp(std::fabs(v), &e); // v = m * 2^e, m in [0.5, 1)
+  int bits = e - 1 >= min_exp ? mant_bits : mant_bits - (min_exp - (e - 1));
+  if (bits <= 0) return false;
+  double scaled = std::ldexp(m, bits);
+  return scaled == std::floor(scaled);
+}
+
+// ---------------------------------------------------------------------------------------
+// The printer of one func.
+
+struct BufferView {
+  DType dtype;
+  std::vector<int64_t> shape;
+  bool holds_compute_type; // a register/local allocation of f16/bf16 holds float
+};
+
+class FuncPrinter {
+public:
+  FuncPrinter(const LoopProgram& p, const hcd::Hcd& hcd, const CDialect& d, CHelperSet& helpers)
+      : prog_(p), hcd_(hcd), d_(d), helpers_(helpers) {}
+
+  std::string print(const LoopFunc& f, const std::string& entry) {
+    bool has_barrier = false;
+    scan_threads(f.body, &multi_thread_, &has_barrier);
+    if (has_barrier && multi_thread_ && d_.barrier.empty())
+      throw UserError(fmt::format(
+          "func '{}' of kernel '{}': the {} dialect cannot run multi-thread blocks with barriers "
+          "(HCD '{}')",
+          f.name, prog_.kernel, d_.name, hcd_.name));
+    for (const auto& b : prog_.buffers) buffers_[b.name] = {b.dtype, b.shape, false};
+
+    line(replace_all(std::string(d_.entry_signature), "{entry}", entry) + " {");
+    ++indent_;
+    FreeNames used = free_names(f.body);
+    for (size_t k = 0; k < prog_.buffers.size(); ++k) {
+      const LoopBuffer& b = prog_.buffers[k];
+      if (!used.buffers.count(b.name)) continue;
+      std::string s(d_.buffer_binding);
+      s = replace_all(s, "{const}", b.role == TensorRole::Input ? "const " : "");
+      s = replace_all(s, "{type}", std::string(storage_type(b.dtype)));
+      s = replace_all(s, "{name}", names_.buffer(b.name));
+      line(replace_all(s, "{index}", std::to_string(k)));
+    }
+    for (size_t k = 0; k < prog_.params.size(); ++k) {
+      const ParamDecl& prm = prog_.params[k];
+      if (!used.vars.count(prm.name)) continue;
+      bind_param(prm, prog_.buffers.size() + k);
+    }
+    stmt(f.body, true);
+    --indent_;
+    line("}");
+    return std::move(out_);
+  }
+
+private:
+  // ----- output
+  void line(const std::string& s) {
+    out_.append(static_cast<size_t>(indent_) * 2, ' ');
+    out_ += s;
+    out_ += '\n';
+  }
+
+  static std::string replace_all(std::string s, std::string_view from, std::string_view to) {
+    for (size_t p = s.find(from); p != std::string::npos; p = s.find(from, p + to.size()))
+      s.replace(p, from.size(), to);
+    return s;
+  }
+
+  // ----- types
+  std::string_view storage_type(DType t) const { return d_.storage_type[static_cast<int>(t)]; }
+  // The C type values of `t` are computed and held in (compute_type).
+  std::string_view value_type(DType t) const { return storage_type(compute_type(t)); }
+  std::string_view math_suffix(DType t) const {
+    return compute_type(t) == DType::F32 ? d_.f32_math_suffix : std::string_view();
+  }
+
+  void bind_param(const ParamDecl& prm, size_t index) {
+    std::string i = replace_all(std::string(d_.int_arg), "{index}", std::to_string(index));
+    std::string f = replace_all(std::string(d_.float_arg), "{index}", std::to_string(index));
+    std::string value;
+    DType t = prm.dtype;
+    if (is_float(t)) {
+      value = fmt::format("({}){}", value_type(t), f);
+      if (t == DType::F16 || t == DType::BF16) value = round16(value, t);
+    } else if (t == DType::Bool) {
+      value = fmt::format("{} != 0", i);
+    } else {
+      value = fmt::format("({}){}", storage_type(t), i);
+    }
+    std::string_view decl_type = (t == DType::F16 || t == DType::BF16) ? value_type(t) : storage_type(t);
+    line(fmt::format("const {} {} = {};", decl_type, names_.var(prm.name), value));
+    // Only integer params can bound indices; they are runtime values, so no interval.
+  }
+
+  std::string round16(const std::string& float_value, DType t) {
+    const char* fn = t == DType::F16 ? "ut_round_f16" : "ut_round_bf16";
+    helpers_.need(fn);
+    return fmt::format("{}({})", fn, float_value);
+  }
+
+  // ----- expressions
+
+  // Whether the printed C text of `e` is a small literal of C type int although the IR
+  // says i64 (the only place the two disagree on integer width).
+  static bool narrow_literal(const Expr& e) {
+    if (e->kind == ExprKind::IntImm) return is_integer(e->type) && fits_int32(e->int_value);
+    if (e->kind == ExprKind::Unary && e->unary_op == UnaryOp::Neg) return narrow_literal(e->operands[0]);
+    return false;
+  }
+  static bool c_is_i64(const Expr& e) { return e->type == DType::I64 && !narrow_literal(e); }
+
+  // `e` converted to the values of type `t`, as a Cast node means it.
+  std::string converted(const Expr& e, DType t) {
+    if (e->type == t) return expr(e);
+    return cast_text(t, e);
+  }
+
+  std::string cast_text(DType t, const Expr& x) {
+    std::string v = expr(x);
+    if (x->type == t) return v;
+    if (t == DType::Bool) return fmt::format("(({}) != 0)", v);
+    if (t == DType::F16 || t == DType::BF16) {
+      if (x->type != DType::F32) v = fmt::format("(float)({})", v);
+      return round16(v, t);
+    }
+    if (compute_type(x->type) == compute_type(t) && !is_integer(t)) return v; // f16 -> f32
+    if (is_integer(t) && is_float(x->type)) {
+      helpers_.need("ut_float_to_i64");
+      return fmt::format("({})ut_float_to_i64({})", storage_type(t), v);
+    }
+    return fmt::format("({})({})", storage_type(t), v);
+  }
+
+  std::string expr(const Expr& e) {
+    switch (e->kind) {
+    case ExprKind::IntImm:
+      if (is_float(e->type)) return float_literal(static_cast<double>(e->int_value), e->type != DType::F64);
+      return int_literal(e->int_value, e->type == DType::I64);
+    case ExprKind::FloatImm: {
+      if (!is_float(e->type))
+        return int_literal(static_cast<int64_t>(e->float_value), e->type == DType::I64);
+      std::string lit = float_literal(e->float_value, e->type != DType::F64);
+      if ((e->type == DType::F16 || e->type == DType::BF16) && !exact_in_16bit(e->float_value, e->type))
+        return round16(lit, e->type);
+      return lit;
+    }
+    case ExprKind::BoolImm: return e->int_value ? "1" : "0";
+    case ExprKind::Var: {
+      UT_INTERNAL_ASSERT(bound_vars_.count(e->name) || is_param(e->name),
+                         "variable '" + e->name + "' is not defined");
+      return names_.var(e->name);
+    }
+    case ExprKind::Access: return load(e);
+    case ExprKind::Unary: {
+      std::string x = expr(e->operands[0]);
+      if (e->unary_op == UnaryOp::Not) return fmt::format("(!{})", x);
+      if (e->type == DType::I64 && !c_is_i64(e->operands[0]) && !narrow_literal(e->operands[0]))
+        x = fmt::format("(int64_t){}", x);
+      return x[0] == '-' ? fmt::format("(-({}))", x) : fmt::format("(-{})", x);
+    }
+    case ExprKind::Binary: return binary(e);
+    case ExprKind::Select: {
+      std::string a = converted(e->operands[1], e->type), b = converted(e->operands[2], e->type);
+      if (e->type == DType::I64 && !c_is_i64(e->operands[1]) && !c_is_i64(e->operands[2]))
+        a = "(int64_t)" + a;
+      return fmt::format("({} ? {} : {})", expr(e->operands[0]), a, b);
+    }
+    case ExprKind::Cast: return cast_text(e->type, e->operands[0]);
+    case ExprKind::Call: return call(e);
+    }
+    UT_INTERNAL_ASSERT(false, "unknown expression kind");
+    return {};
+  }
+
+  bool is_param(const std::string& n) const {
+    for (const auto& p : prog_.params)
+      if (p.name == n) return true;
+    return false;
+  }
+
+  std::string binary(const Expr& e) {
+    const Expr& a = e->operands[0];
+    const Expr& b = e->operands[1];
+    BinaryOp op = e->binary_op;
+    if (op == BinaryOp::And || op == BinaryOp::Or)
+      return fmt::format("({} {} {})", expr(a), op == BinaryOp::And ? "&&" : "||", expr(b));
+    if (is_comparison(op)) return fmt::format("({} {} {})", expr(a), binary_op_token(op), expr(b));
+
+    DType t = e->type;
+    std::string x = expr(a), y = expr(b);
+    // Make C compute in the IR's type: i64 where only literals are i64, float where the
+    // operands are integers.
+    if (t == DType::I64 && !c_is_i64(a) && !c_is_i64(b)) x = "(int64_t)" + x;
+    if (is_float(t) && !is_float(a->type) && !is_float(b->type))
+      x = fmt::format("({}){}", value_type(t), x);
+
+    bool non_negative = provably_non_negative(a, env_) && provably_non_negative(b, env_);
+    std::string_view sfx = t == DType::I64 ? "i64" : t == DType::F64 ? "f64" : is_float(t) ? "f32" : "i32";
+    switch (op) {
+    case BinaryOp::Add:
+    case BinaryOp::Sub:
+    case BinaryOp::Mul:
+    case BinaryOp::Div: return fmt::format("({} {} {})", x, binary_op_token(op), y);
+    case BinaryOp::FloorDiv:
+      if (is_float(t)) return fmt::format("floor{}({} / {})", math_suffix(t), x, y);
+      if (non_negative) return fmt::format("({} / {})", x, y);
+      helpers_.need(fmt::format("ut_floordiv_{}", sfx));
+      return fmt::format("ut_floordiv_{}({}, {})", sfx, x, y);
+    case BinaryOp::Mod:
+      if (!is_float(t) && non_negative) return fmt::format("({} % {})", x, y);
+      helpers_.need(fmt::format("ut_mod_{}", sfx));
+      return fmt::format("ut_mod_{}({}, {})", sfx, x, y);
+    default: break;
+    }
+    UT_INTERNAL_ASSERT(false, "unhandled binary op");
+    return {};
+  }
+
+  std::string call(const Expr& e) {
+    MathFn fn = e->math_fn;
+    DType t = e->type;
+    std::vector<std::string> args;
+    for (const auto& a : e->operands) args.push_back(expr(a));
+    if (fn == MathFn::IsNan || fn == MathFn::IsInf) {
+      const char* name = fn == MathFn::IsNan ? "isnan" : "isinf";
+      if (!is_float(e->operands[0]->type)) return "0";
+      return fmt::format("({}({}) != 0)", name, args[0]);
+    }
+    if (!is_float(t)) return int_call(e, args);
+    std::string_view sfx = math_suffix(t);
+    std::string helper_sfx = compute_type(t) == DType::F64 ? "f64" : "f32";
+    std::string one = compute_type(t) == DType::F64 ? "1.0" : "1.0f";
+    switch (fn) {
+    case MathFn::Min:
+    case MathFn::Max:
+    case MathFn::Sign: {
+      std::string name = fmt::format("ut_{}_{}", math_fn_name(fn), helper_sfx);
+      helpers_.need(name);
+      return fmt::format("{}({})", name, join(args));
+    }
+    case MathFn::Rsqrt: return fmt::format("({} / sqrt{}({}))", one, sfx, args[0]);
+    case MathFn::Sigmoid: return fmt::format("({0} / ({0} + exp{1}(-({2}))))", one, sfx, args[0]);
+    case MathFn::Abs: return fmt::format("fabs{}({})", sfx, args[0]);
+    case MathFn::Round: return fmt::format("nearbyint{}({})", sfx, args[0]);
+    default: return fmt::format("{}{}({})", math_fn_name(fn), sfx, join(args));
+    }
+  }
+
+  // Math on integer values: min/max/abs/sign exactly; rounding functions are the
+  // identity; the rest go through double and back, as a cast would.
+  std::string int_call(const Expr& e, const std::vector<std::string>& args) {
+    MathFn fn = e->math_fn;
+    std::string_view sfx = e->type == DType::I64 ? "i64" : "i32";
+    switch (fn) {
+    case MathFn::Min:
+    case MathFn::Max:
+    case MathFn::Abs:
+    case MathFn::Sign: {
+      std::string name = fmt::format("ut_{}_{}", math_fn_name(fn), sfx);
+      helpers_.need(name);
+      return fmt::format("{}({})", name, join(args));
+    }
+    case MathFn::Floor:
+    case MathFn::Ceil:
+    case MathFn::Round:
+    case MathFn::Trunc: return args[0];
+    default: {
+      std::vector<std::string> wide;
+      for (const auto& a : args) wide.push_back("(double)(" + a + ")");
+      helpers_.need("ut_float_to_i64");
+      return fmt::format("({})ut_float_to_i64({}({}))", storage_type(e->type), math_fn_name(fn), join(wide));
+    }
+    }
+  }
+
+  static std::string join(const std::vector<std::string>& v) {
+    std::string s;
+    for (size_t k = 0; k < v.size(); ++k) s += (k ? ", " : "") + v[k];
+    return s;
+  }
+
+  const BufferView& buffer(const std::string& name) const {
+    auto it = buffers_.find(name);
+    UT_INTERNAL_ASSERT(it != buffers_.end(), "buffer '" + name + "' is not defined");
+    return it->second;
+  }
+
+  // Row-major linear index, constants folded into one term.
+  std::string linear_index(const std::vector<Expr>& indices, const std::vector<int64_t>& shape) {
+    UT_INTERNAL_ASSERT(indices.size() == shape.size(), "access rank does not match its buffer");
+    std::vector<std::string> terms;
+    int64_t constant = 0, stride = 1;
+    std::vector<int64_t> strides(shape.size());
+    for (size_t k = shape.size(); k-- > 0;) {
+      strides[k] = stride;
+      stride *= shape[k];
+    }
+    for (size_t k = 0; k < indices.size(); ++k) {
+      const Expr& i = indices[k];
+      if (i->kind == ExprKind::IntImm) {
+        constant += i->int_value * strides[k];
+        continue;
+      }
+      std::string s = expr(i);
+      if (strides[k] != 1) {
+        if (!c_is_i64(i)) s = "(int64_t)" + s;
+        s += " * " + int_literal(strides[k], true);
+      }
+      terms.push_back(s);
+    }
+    std::string s;
+    for (size_t k = 0; k < terms.size(); ++k) s += (k ? " + " : "") + terms[k];
+    if (terms.empty()) return int_literal(constant, true);
+    if (constant > 0) s += " + " + int_literal(constant, true);
+    if (constant < 0 && constant != INT64_MIN) s += " - " + int_literal(-constant, true);
+    if (constant == INT64_MIN) s += " + " + int_literal(constant, true);
+    return s;
+  }
+
+  std::string load(const Expr& e) {
+    const BufferView& b = buffer(e->name);
+    std::string v = fmt::format("{}[{}]", names_.buffer(e->name), linear_index(e->operands, b.shape));
+    if (!b.holds_compute_type && b.dtype == DType::F16) {
+      helpers_.need("ut_f16_to_f32");
+      v = "ut_f16_to_f32(" + v + ")";
+    } else if (!b.holds_compute_type && b.dtype == DType::BF16) {
+      helpers_.need("ut_bf16_to_f32");
+      v = "ut_bf16_to_f32(" + v + ")";
+    }
+    if (!e->guard) return v;
+    std::vector<std::string> tests;
+    for (size_t k = 0; k < e->operands.size(); ++k) {
+      const Expr& i = e->operands[k];
+      auto r = bounds_of(i, env_);
+      if (!r || r->lo < 0) tests.push_back(fmt::format("{} >= 0", expr(i)));
+      if (!r || r->hi >= b.shape[k]) tests.push_back(fmt::format("{} < {}", expr(i), int_literal(b.shape[k], true)));
+    }
+    if (tests.empty()) return v;
+    std::string cond;
+    for (size_t k = 0; k < tests.size(); ++k) cond += (k ? " && " : "") + tests[k];
+    return fmt::format("(({}) ? {} : {})", cond, v, converted(e->guard, e->type));
+  }
+
+  // ----- statements
+
+  // `tail`: nothing follows `s` in the enclosing C block, so a Let or Allocate may
+  // declare into it without braces of its own.
+  void stmt(const Stmt& s, bool tail) {
+    switch (s->kind) {
+    case StmtKind::Block:
+      for (size_t k = 0; k < s->body.size(); ++k) stmt(s->body[k], tail && k + 1 == s->body.size());
+      return;
+    case StmtKind::Store: store(*s); return;
+    case StmtKind::If: {
+      line(fmt::format("if ({}) {{", strip_parens(expr(s->cond))));
+      nested(s->body[0]);
+      if (s->body.size() > 1) {
+        line("} else {");
+        nested(s->body[1]);
+      }
+      line("}");
+      return;
+    }
+    case StmtKind::Let: scoped(tail, [&] { let(*s); }); return;
+    case StmtKind::Allocate: scoped(tail, [&] { alloc(*s); }); return;
+    case StmtKind::Barrier:
+      if (multi_thread_) line(std::string(d_.barrier));
+      return;
+    case StmtKind::For: for_loop(*s, tail); return;
+    }
+  }
+
+  static std::string strip_parens(const std::string& s) {
+    if (s.size() < 2 || s.front() != '(' || s.back() != ')') return s;
+    int depth = 0;
+    for (size_t k = 0; k + 1 < s.size(); ++k) {
+      depth += s[k] == '(' ? 1 : s[k] == ')' ? -1 : 0;
+      if (depth == 0) return s; // the first '(' closes before the end
+    }
+    return s.substr(1, s.size() - 2);
+  }
+
+  template <typename F> void scoped(bool tail, F&& body) {
+    if (tail) return body();
+    line("{");
+    ++indent_;
+    body();
+    --indent_;
+    line("}");
+  }
+
+  void nested(const Stmt& s) {
+    ++indent_;
+    stmt(s, true);
+    --indent_;
+  }
+
+  // Scoped bindings of variables (and their ranges) and buffers.
+  struct Saved {
+    std::optional<Interval> range;
+    bool was_bound;
+  };
+  Saved bind_var(const std::string& v, std::optional<Interval> range) {
+    Saved s{std::nullopt, bound_vars_.count(v) > 0};
+    if (auto it = env_.find(v); it != env_.end()) s.range = it->second;
+    env_.erase(v);
+    if (range) env_[v] = *range;
+    bound_vars_.insert(v);
+    return s;
+  }
+  void unbind_var(const std::string& v, const Saved& s) {
+    env_.erase(v);
+    if (s.range) env_[v] = *s.range;
+    if (!s.was_bound) bound_vars_.erase(v);
+  }
+
+  void store(const StmtNode& s) {
+    const BufferView& b = buffer(s.buffer);
+    line(fmt::format("{}[{}] = {};", names_.buffer(s.buffer), linear_index(s.indices, b.shape),
+                     stored_value(s.value, b)));
+  }
+
+  // The value as the buffer's storage holds it.
+  std::string stored_value(const Expr& value, const BufferView& b) {
+    if (b.dtype == DType::F16 || b.dtype == DType::BF16) {
+      std::string v = expr(value);
+      if (compute_type(value->type) != DType::F32) v = fmt::format("(float)({})", v);
+      if (b.holds_compute_type) return v; // registers keep the float, as the sim keeps its double
+      const char* fn = b.dtype == DType::F16 ? "ut_f32_to_f16" : "ut_f32_to_bf16";
+      helpers_.need(fn);
+      return fmt::format("{}({})", fn, v);
+    }
+    return converted(value, b.dtype);
+  }
+
+  void let(const StmtNode& s) {
+    FreeNames used = free_names(s.body[0]);
+    if (!used.vars.count(s.var)) { // pure and unused: nothing to compute
+      stmt(s.body[0], true);
+      return;
+    }
+    std::string value = expr(s.value);
+    Saved saved = bind_var(s.var, bounds_of(s.value, env_));
+    line(fmt::format("const {} {} = {};", value_type(s.value->type), names_.var(s.var), strip_parens(value)));
+    stmt(s.body[0], true);
+    unbind_var(s.var, saved);
+  }
+
+  void alloc(const StmtNode& s) {
+    UT_INTERNAL_ASSERT(s.scope != MemScope::Global,
+                       "global-scope allocation '" + s.buffer + "' inside a func");
+    int64_t elems = 1;
+    for (int64_t d : s.shape) elems *= d;
+    elems = std::max<int64_t>(elems, 1);
+    bool wide16 = s.dtype == DType::F16 || s.dtype == DType::BF16;
+    std::string_view t = wide16 ? value_type(s.dtype) : storage_type(s.dtype);
+    auto prev = buffers_.find(s.buffer);
+    std::optional<BufferView> shadowed;
+    if (prev != buffers_.end()) shadowed = prev->second;
+    buffers_[s.buffer] = {s.dtype, s.shape, wide16};
+    const std::string& name = names_.buffer(s.buffer);
+    int64_t bytes = elems * (wide16 ? 4 : dtype_bytes(s.dtype));
+    bool heap = bytes > 64 * 1024;
+    if (heap) {
+      line(fmt::format("{0}* {1} = ({0}*)malloc({2});", t, name, int_literal(bytes, true)));
+      line(fmt::format("if (!{}) abort();", name));
+    } else {
+      line(fmt::format("{} {}[{}];", t, name, elems));
+    }
+    stmt(s.body[0], true);
+    if (heap) line(fmt::format("free({});", name));
+    if (shadowed)
+      buffers_[s.buffer] = *shadowed;
+    else
+      buffers_.erase(s.buffer);
+  }
+
+  // The range of a loop's variable, when its bounds are known.
+  std::optional<Interval> loop_range(const StmtNode& s) {
+    auto lo = bounds_of(s.min, env_), ext = bounds_of(s.extent, env_);
+    if (!lo || !ext || ext->hi < 1) return std::nullopt;
+    return Interval{lo->lo, lo->hi + ext->hi - 1};
+  }
+
+  void for_loop(const StmtNode& s, bool tail) {
+    const std::string& v = names_.var(s.var);
+    int64_t ext = 0;
+    bool single = const_int(s.extent, &ext) && ext == 1;
+    if (is_grid(s.for_kind) || (is_thread(s.for_kind) && single)) {
+      // One iteration per block (grid) or per one-thread block: a binding, not a loop.
+      scoped(tail, [&] {
+        std::optional<Interval> range = loop_range(s);
+        std::string value;
+        if (is_grid(s.for_kind)) {
+          int axis = static_cast<int>(s.for_kind) - static_cast<int>(ForKind::GridX);
+          std::string idx = fmt::format("(int64_t){}", d_.block_index[axis]);
+          int64_t mn = 0;
+          value = const_int(s.min, &mn) && mn == 0 ? idx : fmt::format("{} + {}", expr(s.min), idx);
+        } else {
+          value = strip_parens(expr(s.min));
+        }
+        bool used = free_names(s.body[0]).vars.count(s.var) > 0;
+        Saved saved = bind_var(s.var, range);
+        if (used) line(fmt::format("const int64_t {} = {};", v, value));
+        stmt(s.body[0], true);
+        unbind_var(s.var, saved);
+      });
+      return;
+    }
+    if (s.for_kind == ForKind::Vectorized && d_.gcc_vector_extensions && vector_loop(s)) return;
+    if (s.for_kind == ForKind::Unrolled)
+      line(fmt::format("#pragma GCC unroll {}", const_int(s.extent, &ext) ? std::min<int64_t>(ext, 64) : 4));
+    if (s.for_kind == ForKind::Vectorized) line("#pragma GCC ivdep");
+    std::optional<Interval> range = loop_range(s);
+    std::string header = loop_header(s, v);
+    Saved saved = bind_var(s.var, range);
+    line(header + " {");
+    nested(s.body[0]);
+    line("}");
+    unbind_var(s.var, saved);
+  }
+
+  std::string loop_header(const StmtNode& s, const std::string& v) {
+    int64_t mn = 0, ext = 0;
+    if (const_int(s.min, &mn) && const_int(s.extent, &ext))
+      return fmt::format("for (int64_t {0} = {1}; {0} < {2}; ++{0})", v, int_literal(mn, true),
+                         int_literal(mn + ext, true));
+    std::string lo = strip_parens(expr(s.min)), end = names_.fresh("end");
+    std::string hi = const_int(s.min, &mn) && mn == 0 ? strip_parens(expr(s.extent))
+                                                      : fmt::format("{} + {}", lo, expr(s.extent));
+    return fmt::format("for (int64_t {0} = {1}, {2} = {3}; {0} < {2}; ++{0})", v, lo, end, hi);
+  }
+
+  // ----- vector code
+
+  // Print `s` with vector extensions when it qualifies (VectorLoop.h); false otherwise.
+  bool vector_loop(const StmtNode& s) {
+    auto lookup = [&](const std::string& n) -> std::optional<VectorBufferInfo> {
+      auto it = buffers_.find(n);
+      if (it == buffers_.end() || it->second.holds_compute_type) return std::nullopt;
+      return VectorBufferInfo{it->second.dtype, &it->second.shape};
+    };
+    auto stores = vector_loop_stores(s, lookup);
+    if (!stores) return false;
+    int lanes = hcd_.lanes_for(buffer((*stores)[0]->buffer).dtype);
+    if (lanes < 2 || (lanes & (lanes - 1)) != 0 || lanes > 64) return false;
+    int64_t mn = 0, ext = 0;
+    bool const_bounds = const_int(s.min, &mn) && const_int(s.extent, &ext);
+    if (const_bounds && ext < lanes) return false;
+
+    const std::string& v = names_.var(s.var);
+    std::optional<Interval> range = loop_range(s);
+    line("{");
+    ++indent_;
+    std::string end;
+    if (const_bounds) {
+      end = int_literal(mn + ext, true);
+    } else {
+      end = names_.fresh("end");
+      int64_t zero = 0;
+      std::string hi = const_int(s.min, &zero) && zero == 0 ? strip_parens(expr(s.extent))
+                                                            : fmt::format("{} + {}", expr(s.min), expr(s.extent));
+      line(fmt::format("const int64_t {} = {};", end, hi));
+    }
+    line(fmt::format("int64_t {} = {};", v, strip_parens(expr(s.min))));
+    Saved saved = bind_var(s.var, range);
+    line(fmt::format("for (; {0} + {1} <= {2}; {0} += {1}) {{", v, lanes, end));
+    ++indent_;
+    for (const StmtNode* st : *stores) {
+      const BufferView& b = buffer(st->buffer);
+      std::string vt = helpers_.need_vector(b.dtype, lanes);
+      line(fmt::format("{}_store(&{}[{}], {});", vt, names_.buffer(st->buffer),
+                       linear_index(st->indices, b.shape), vexpr(st->value, b.dtype, s.var, lanes)));
+    }
+    --indent_;
+    line("}");
+    if (!const_bounds || ext % lanes != 0) {
+      line(fmt::format("for (; {0} < {1}; ++{0}) {{", v, end));
+      nested(s.body[0]);
+      line("}");
+    }
+    unbind_var(s.var, saved);
+    --indent_;
+    line("}");
+    return true;
+  }
+
+  std::string convert_vector(const std::string& x, DType from, DType to, int lanes) {
+    if (from == to) return x;
+    return fmt::format("__builtin_convertvector({}, {})", x, helpers_.need_vector(to, lanes));
+  }
+
+  // `e` as a vector of `want` lanes; the loop variable `var` is lane 0's value.
+  std::string vexpr(const Expr& e, DType want, const std::string& var, int lanes) {
+    std::string vt = helpers_.need_vector(want, lanes);
+    if (!uses_var(e, var)) return fmt::format("{}_splat({})", vt, strip_parens(converted(e, want)));
+    switch (e->kind) {
+    case ExprKind::Access: {
+      const BufferView& b = buffer(e->name);
+      std::string bt = helpers_.need_vector(b.dtype, lanes);
+      std::string x = fmt::format("{}_load(&{}[{}])", bt, names_.buffer(e->name), linear_index(e->operands, b.shape));
+      return convert_vector(x, b.dtype, want, lanes);
+    }
+    case ExprKind::Unary:
+      return convert_vector(fmt::format("(-{})", vexpr(e->operands[0], e->type, var, lanes)), e->type, want, lanes);
+    case ExprKind::Binary: {
+      std::string a = vexpr(e->operands[0], e->type, var, lanes), b = vexpr(e->operands[1], e->type, var, lanes);
+      return convert_vector(fmt::format("({} {} {})", a, binary_op_token(e->binary_op), b), e->type, want, lanes);
+    }
+    case ExprKind::Select: {
+      std::string a = vexpr(e->operands[1], e->type, var, lanes), b = vexpr(e->operands[2], e->type, var, lanes);
+      const Expr& c = e->operands[0];
+      std::string x;
+      if (!uses_var(c, var))
+        x = fmt::format("({} ? {} : {})", expr(c), a, b);
+      else
+        x = fmt::format("{}_blend({}, {}, {})", helpers_.need_vector(e->type, lanes), vmask(c, e->type, var, lanes), a, b);
+      return convert_vector(x, e->type, want, lanes);
+    }
+    case ExprKind::Cast: {
+      DType from = e->operands[0]->type;
+      std::string x = vexpr(e->operands[0], from, var, lanes);
+      return convert_vector(convert_vector(x, from, e->type, lanes), e->type, want, lanes);
+    }
+    case ExprKind::Call: {
+      std::string et = helpers_.need_vector(e->type, lanes);
+      std::string a = vexpr(e->operands[0], e->type, var, lanes), b = vexpr(e->operands[1], e->type, var, lanes);
+      return convert_vector(fmt::format("{}_{}({}, {})", et, math_fn_name(e->math_fn), a, b), e->type, want, lanes);
+    }
+    default: break;
+    }
+    UT_INTERNAL_ASSERT(false, "expression not printable as a vector: " + to_string(e));
+    return {};
+  }
+
+  // Condition `c` as a lane mask for `lanes` values of type `t`.
+  std::string vmask(const Expr& c, DType t, const std::string& var, int lanes) {
+    DType m = vector_mask_elem(t);
+    if (!uses_var(c, var))
+      return fmt::format("{}_splat({} ? -1 : 0)", helpers_.need_vector(m, lanes), expr(c));
+    if (c->kind == ExprKind::Unary) return fmt::format("(~{})", vmask(c->operands[0], t, var, lanes));
+    if (c->binary_op == BinaryOp::And || c->binary_op == BinaryOp::Or)
+      return fmt::format("({} {} {})", vmask(c->operands[0], t, var, lanes), c->binary_op == BinaryOp::And ? "&" : "|",
+                         vmask(c->operands[1], t, var, lanes));
+    DType p = promote(c->operands[0]->type, c->operands[1]->type);
+    return fmt::format("({} {} {})", vexpr(c->operands[0], p, var, lanes), binary_op_token(c->binary_op),
+                       vexpr(c->operands[1], p, var, lanes));
+  }
+
+  const LoopProgram& prog_;
+  const hcd::Hcd& hcd_;
+  const CDialect& d_;
+  CHelperSet& helpers_;
+  NameTable names_;
+  std::map<std::string, BufferView> buffers_;
+  std::set<std::string> bound_vars_;
+  IntervalEnv env_;
+  bool multi_thread_ = false;
+  std::string out_;
+  int indent_ = 0;
+};
+
+} // namespace
+
+GeneratedSource print_c_family(const LoopProgram& p, const hcd::Hcd& hcd, const CDialect& d) {
+  GeneratedSource g;
+  g.dialect = std::string(d.name);
+  CHelperSet helpers;
+  std::string funcs;
+  std::set<std::string> entries;
+  for (const LoopFunc& f : p.funcs) {
+    std::string entry = std::string(d.entry_prefix) + sanitize(f.name);
+    UT_INTERNAL_ASSERT(entries.insert(entry).second, "two funcs print as entry " + entry);
+    FuncPrinter printer(p, hcd, d, helpers);
+    funcs += "\n" + printer.print(f, entry);
+    g.entries.push_back(entry);
+  }
+  g.code = fmt::format("/* Kernel {} for HCD '{}', generated by unitile (dialect {}). */\n", p.kernel,
+                       hcd.name, d.name);
+  g.code += d.prelude;
+  if (!helpers.empty()) g.code += "\n" + helpers.text();
+  g.code += funcs;
+  return g;
+}
+
+} // namespace unitile::codegen

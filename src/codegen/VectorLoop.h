@@ -1,0 +1,44 @@
+// Which vectorized loops the C printer can turn into GCC vector-extension code.
+//
+// A vectorized loop qualifies when its body is one or more Stores that are unit-stride in
+// the loop variable, whose values read memory only unit-stride (a vector load) or
+// invariantly (a broadcast), and which use nothing but + - * / min max select and casts
+// on f32/f64/i32/i64 lanes. Anything else (math calls, gathers, guarded reads, narrow or
+// 16-bit float types) is printed as a scalar loop: correctness first, and the host
+// compiler may still vectorize it.
+#pragma once
+
+#include "ir/Loop.h"
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace unitile::codegen {
+
+/// How a linearised row-major access moves when `var` grows by one.
+enum class AccessStride : uint8_t { Invariant, Unit, Other };
+
+/// Coefficient of `var` in `e` when `e` is affine in it (0 when `e` does not use it).
+std::optional<int64_t> affine_coefficient(const Expr& e, const std::string& var);
+bool uses_var(const Expr& e, const std::string& var);
+AccessStride access_stride(const std::vector<Expr>& indices, const std::vector<int64_t>& shape,
+                           const std::string& var);
+
+/// Element types a vector lane may hold.
+bool vector_lane_type(DType t);
+
+/// Looks up a buffer's dtype and shape by name (nullptr when unknown).
+struct VectorBufferInfo {
+  DType dtype;
+  const std::vector<int64_t>* shape;
+};
+using VectorBufferLookup = std::function<std::optional<VectorBufferInfo>(const std::string&)>;
+
+/// The Stores of `loop`'s body when the loop can be printed with vector extensions,
+/// otherwise nullopt.
+std::optional<std::vector<const StmtNode*>> vector_loop_stores(const StmtNode& loop,
+                                                               const VectorBufferLookup& buffers);
+
+} // namespace unitile::codegen
