@@ -1,0 +1,85 @@
+// Host detection gives sane values on whatever machine runs the tests.
+#include "hcd/Hcd.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+namespace unitile::hcd {
+namespace {
+
+bool has_feature(const Hcd& h, const std::string& f) {
+  return std::find(h.isa.begin(), h.isa.end(), f) != h.isa.end();
+}
+
+TEST(HcdDetect, HostCpuIsSane) {
+  Hcd h = detect_host_cpu();
+  EXPECT_EQ(h.name, "host-cpu");
+  EXPECT_EQ(h.kind, DeviceKind::Cpu);
+  EXPECT_EQ(h.plugin, "cpu");
+  EXPECT_EQ(h.dialect, "c");
+  EXPECT_EQ(h.source, "detected");
+  EXPECT_GE(h.units, 1);
+  EXPECT_TRUE(h.vector_bits == 128 || h.vector_bits == 256 || h.vector_bits == 512)
+      << h.vector_bits;
+  EXPECT_EQ(h.lanes_for(DType::F32), h.vector_bits / 32);
+  EXPECT_EQ(h.lanes.at(DType::F64), h.vector_bits / 64);
+  EXPECT_EQ(h.compiler, "cc");
+  EXPECT_EQ(h.flags, (std::vector<std::string>{"-O3", "-march=native", "-fno-math-errno"}));
+  EXPECT_EQ(h.max_block, (std::vector<int64_t>{1, 1, 1}));
+  EXPECT_GT(h.peak_gflops.at(DType::F32), 0);
+  EXPECT_GT(h.peak_gflops.at(DType::F32), h.peak_gflops.at(DType::F64));
+}
+
+TEST(HcdDetect, CachesComeFirstAndDramLast) {
+  Hcd h = detect_host_cpu();
+  const MemoryLevel* l1 = h.level("L1");
+  ASSERT_NE(l1, nullptr);
+  EXPECT_EQ(&h.memory.front(), l1);
+  EXPECT_GE(l1->size_bytes, 8 * 1024);
+  EXPECT_LE(l1->size_bytes, 4 * 1024 * 1024);
+  EXPECT_GE(l1->line_bytes, 16);
+  EXPECT_EQ(h.memory.back().name, "DRAM");
+  EXPECT_EQ(h.memory.back().scope, "global");
+  for (size_t i = 1; i < h.memory.size(); ++i)
+    EXPECT_GE(h.memory[i].size_bytes, h.memory[i - 1].size_bytes) << h.memory[i].name;
+  for (const auto& m : h.memory) {
+    EXPECT_GE(m.shared_by, 1);
+    EXPECT_LE(m.shared_by, std::max(h.units, 1024));
+    EXPECT_GT(m.bandwidth_gbps, 0);
+    EXPECT_GT(m.latency_ns, 0);
+  }
+}
+
+TEST(HcdDetect, IsaFeaturesAreConsistent) {
+  Hcd h = detect_host_cpu();
+#if defined(__x86_64__)
+  // cpuid answers must agree with each other and with the vector width chosen.
+  if (has_feature(h, "avx512f")) {
+    EXPECT_EQ(h.vector_bits, 512);
+    EXPECT_EQ(h.vector_registers, 32);
+  } else if (has_feature(h, "avx2")) {
+    EXPECT_EQ(h.vector_bits, 256);
+    EXPECT_EQ(h.vector_registers, 16);
+  }
+  if (has_feature(h, "avx2")) {
+    EXPECT_TRUE(has_feature(h, "avx"));
+  }
+  EXPECT_EQ(has_feature(h, "amx-bf16"), !h.matrix_units.empty());
+  EXPECT_EQ(__builtin_cpu_supports("avx2") != 0, has_feature(h, "avx2"));
+  EXPECT_EQ(__builtin_cpu_supports("avx512f") != 0, has_feature(h, "avx512f"));
+  EXPECT_EQ(h.target_triple, "x86_64-linux-gnu");
+#elif defined(__aarch64__)
+  EXPECT_TRUE(has_feature(h, "neon"));
+  EXPECT_EQ(h.vector_registers, 32);
+#endif
+}
+
+TEST(HcdDetect, DetectionIsStableAcrossCalls) {
+  // The kernel cache and tuning database key on the hash: it must not wander.
+  EXPECT_EQ(detect_host_cpu().hash(), detect_host_cpu().hash());
+  EXPECT_EQ(builtin("host-cpu").hash(), detect_host_cpu().hash());
+}
+
+} // namespace
+} // namespace unitile::hcd
