@@ -244,9 +244,11 @@ std::vector<MemoryLevel> detect_caches(double ghz) {
   std::stable_sort(found.begin(), found.end(),
                    [](const auto& a, const auto& b) { return a.first < b.first; });
   std::vector<MemoryLevel> levels;
-  for (auto& [level, m] : found)
+  for (const auto& entry : found) {
+    const MemoryLevel& m = entry.second;
     if (!std::any_of(levels.begin(), levels.end(), [&](const auto& l) { return l.name == m.name; }))
       levels.push_back(m);
+  }
   if (!levels.empty()) return levels;
   // No sysfs (containers, odd kernels): a typical core's private caches.
   MemoryLevel l1{"L1", "local", 32 << 10, 64, round2(64 * ghz), round2(5 / ghz), 1};

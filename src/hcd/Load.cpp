@@ -194,8 +194,9 @@ private:
     for (const auto& f : fields) names.push_back(f.key);
     std::set<std::string_view> seen;
     for (auto [key, node] : in_file_order(table)) {
+      std::string_view key_name = key->str(); // a lambda may not capture a binding in clang < 16
       auto field = std::find_if(fields.begin(), fields.end(),
-                                [&](const auto& f) { return f.key == key->str(); });
+                                [&](const auto& f) { return f.key == key_name; });
       if (field == fields.end()) {
         auto near = closest_name(key->str(), names);
         std::string hint =
