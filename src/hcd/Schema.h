@@ -12,6 +12,14 @@
 // Sizes (memory size, shared_memory_per_block) are bytes, written either as an integer
 // or as a string with a binary unit: "512B", "32KiB", "1MiB", "2GiB", "1TiB". Decimal
 // units ("32KB") are rejected, since a cache of "32KB" almost always means 32 KiB.
+//
+// [[memory]] levels are listed innermost first. A level's numbers describe one instance
+// of it: `size` and `bandwidth_gbps` are what one unit sees, `shared_by` says how many
+// units share that instance. `scope` is the Loop IR memory scope a buffer placed at that
+// level would get: "register"; "local" for storage private to one unit (a CPU core's
+// L1/L2, an NPU core's scratchpad); "shared" for storage several units or a block's
+// threads share (a shared L3, GPU shared memory); "global" for device memory.
+// bandwidth_gbps and latency_ns may be 0, meaning unknown.
 #pragma once
 
 #include "hcd/Hcd.h"
