@@ -90,7 +90,7 @@ typedef struct ut_device_api {
   /*  6 */ ut_status (*copy)(ut_buffer* dst, size_t dst_offset, const ut_buffer* src, size_t src_offset,
                              size_t bytes, ut_error* err);
   /* Source in the device's dialect -> binary. `options` is the HCD's toolchain flags plus
-   * anything the runtime adds, may be empty. *data/*size stay valid until release. */
+   * anything the runtime adds, may be empty. *data and *size stay valid until release. */
   /*  7 */ ut_status (*compile)(const char* source, const char* options, ut_binary** out,
                               const void** data, size_t* size, ut_error* err);
   /* A binary's bytes (fresh from compile or read back from the cache) -> kernel handle. */

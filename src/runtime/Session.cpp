@@ -1,0 +1,147 @@
+// Compiling through lowering, codegen and the kernel cache, and running on a device.
+#include "runtime/Session.h"
+
+#include "ir/Diagnostic.h"
+#include "ir/Verifier.h"
+#include "runtime/Inputs.h"
+#include "schedule/Lower.h"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace unitile {
+
+namespace {
+
+// The device buffers of one call: every LoopProgram buffer, inputs copied in.
+struct BoundBuffers {
+  std::vector<DeviceBuffer> buffers;
+  std::vector<ut_arg> args;
+};
+
+BoundBuffers bind_buffers(const Device& dev, const CompiledKernel& ck,
+                          const std::map<std::string, Tensor>& inputs, const ParamValues& params) {
+  BoundBuffers bb;
+  for (const LoopBuffer& buf : ck.program.buffers) {
+    const size_t bytes = shape_numel(buf.shape) * static_cast<size_t>(dtype_bytes(buf.dtype));
+    bb.buffers.push_back(dev.alloc(bytes));
+    if (buf.role == TensorRole::Input) {
+      auto it = inputs.find(buf.name);
+      if (it == inputs.end())
+        throw UserError(fmt::format("error: kernel {}: no value for input '{}'", ck.kernel_name, buf.name));
+      check_input_tensor(buf.name, buf.dtype, buf.shape, it->second);
+      dev.copy_in(bb.buffers.back(), it->second.data.data(), bytes);
+    }
+    ut_arg a{};
+    a.kind = UT_ARG_BUFFER;
+    a.dtype = static_cast<uint32_t>(buf.dtype);
+    a.value.buffer = bb.buffers.back().handle();
+    bb.args.push_back(a);
+  }
+  for (const ParamDecl& p : ck.program.params) {
+    auto it = params.find(p.name);
+    if (it == params.end())
+      throw UserError(fmt::format("error: kernel {}: param '{}' ({}) has no value; pass --param {}=VALUE",
+                                  ck.kernel_name, p.name, dtype_name(p.dtype), p.name));
+    ut_arg a{};
+    a.dtype = static_cast<uint32_t>(p.dtype);
+    if (is_float(p.dtype)) {
+      a.kind = UT_ARG_F64;
+      a.value.f64 = it->second;
+    } else {
+      if (std::trunc(it->second) != it->second)
+        throw UserError(fmt::format("error: param '{}' is {} but was given {}", p.name, dtype_name(p.dtype),
+                                    it->second));
+      a.kind = UT_ARG_I64;
+      a.value.i64 = static_cast<int64_t>(it->second);
+    }
+    bb.args.push_back(a);
+  }
+  return bb;
+}
+
+void launch_all(const Device& dev, const CompiledKernel& ck, const BoundBuffers& bb) {
+  for (size_t i = 0; i < ck.entries.size(); ++i)
+    dev.launch(ck.entries[i], ck.launch[i], bb.args,
+               fmt::format("{} (func {})", ck.kernel_name, ck.program.funcs[i].name));
+}
+
+} // namespace
+
+Session::Session(Device device, std::shared_ptr<KernelCache> cache)
+    : device_(std::move(device)), cache_(std::move(cache)) {
+  UT_INTERNAL_ASSERT(cache_ != nullptr, "a session needs a kernel cache");
+}
+
+std::string Session::compile_options() const {
+  std::string opts = device_.hcd().compiler;
+  for (const std::string& f : device_.hcd().flags) opts += " " + f;
+  return opts;
+}
+
+std::shared_ptr<const CompiledKernel> Session::compile(const Kernel& k, const ShapeBindings& b) {
+  auto ck = std::make_shared<CompiledKernel>();
+  ck->kernel_name = k.name;
+  ck->bindings = b;
+  ck->program = lower_to_loops(k, b, device_.hcd());
+  verify(ck->program);
+  ck->source = generate_source(ck->program, device_.hcd());
+  UT_INTERNAL_ASSERT(ck->source.entries.size() == ck->program.funcs.size(),
+                     "codegen gave a different number of entries than funcs");
+  const std::string options = compile_options();
+  ck->key = kernel_cache_key({to_string(ck->program), ck->source.code, ck->source.dialect,
+                              device_.hcd().hash(), device_.toolchain_version(), options});
+  if (auto it = compiled_.find(ck->key); it != compiled_.end()) return it->second;
+
+  auto binary = cache_->get_or_compile(ck->key, [&] { return device_.compile(ck->source.code, options); });
+  for (size_t i = 0; i < ck->program.funcs.size(); ++i) {
+    ck->entries.push_back(device_.load(*binary, ck->source.entries[i]));
+    ck->launch.push_back(launch_dims(ck->program.funcs[i]));
+  }
+  compiled_.emplace(ck->key, ck);
+  return ck;
+}
+
+RunResult Session::run(const CompiledKernel& ck, const std::map<std::string, Tensor>& inputs,
+                       const ParamValues& params, int repeat) {
+  BoundBuffers bb = bind_buffers(device_, ck, inputs, params);
+  launch_all(device_, ck, bb);
+  device_.synchronize();
+
+  RunResult result;
+  for (size_t i = 0; i < ck.program.buffers.size(); ++i) {
+    const LoopBuffer& buf = ck.program.buffers[i];
+    if (buf.role != TensorRole::Output) continue;
+    Tensor t = Tensor::zeros(buf.dtype, buf.shape);
+    device_.copy_out(t.data.data(), bb.buffers[i], t.nbytes());
+    result.outputs.emplace(buf.name, std::move(t));
+  }
+  if (repeat <= 0) return result;
+
+  // The first run above was the warm-up; now each run sits between two device events.
+  std::vector<double> samples;
+  for (int r = 0; r < repeat; ++r) {
+    DeviceEvent start = device_.record_event();
+    launch_all(device_, ck, bb);
+    DeviceEvent end = device_.record_event();
+    device_.synchronize();
+    samples.push_back(device_.elapsed_ms(start, end));
+  }
+  result.timing = summarize_timing(std::move(samples));
+  return result;
+}
+
+Timing summarize_timing(std::vector<double> samples_ms) {
+  Timing t;
+  t.samples_ms = samples_ms;
+  if (samples_ms.empty()) return t;
+  std::sort(samples_ms.begin(), samples_ms.end());
+  const size_t n = samples_ms.size();
+  t.median_ms = n % 2 ? samples_ms[n / 2] : (samples_ms[n / 2 - 1] + samples_ms[n / 2]) / 2;
+  t.min_ms = samples_ms.front();
+  return t;
+}
+
+} // namespace unitile

@@ -1,0 +1,79 @@
+// The executor: compile a kernel for one device (lower, generate source, cache or
+// compile, load every entry) and run it on host tensors, optionally timed.
+//
+// A Session is one device plus a kernel cache. Compiled kernels are remembered per
+// cache key, so compiling the same kernel under the same shapes twice loads nothing new.
+#pragma once
+
+#include "codegen/Codegen.h"
+#include "ir/Kernel.h"
+#include "ir/Loop.h"
+#include "runtime/Device.h"
+#include "runtime/KernelCache.h"
+#include "runtime/Tensor.h"
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace unitile {
+
+/// A kernel compiled and loaded for one device under concrete bindings.
+struct CompiledKernel {
+  std::string kernel_name;
+  ShapeBindings bindings;
+  LoopProgram program;
+  GeneratedSource source;
+  CacheKey key;
+  std::vector<DeviceKernel> entries; // one per program.funcs, same order
+  std::vector<LaunchDims> launch;    // launch_dims of each func
+};
+
+/// Device-timed runs of `--repeat N`: one warm-up, then N runs each between two timer
+/// events; compilation is never included.
+struct Timing {
+  std::vector<double> samples_ms;
+  double median_ms = 0;
+  double min_ms = 0;
+};
+
+struct RunResult {
+  std::map<std::string, Tensor> outputs; // by output name
+  std::optional<Timing> timing;
+};
+
+/// Runtime param values by name (integers travel as exact values of the double).
+using ParamValues = std::map<std::string, double>;
+
+class Session {
+public:
+  Session(Device device, std::shared_ptr<KernelCache> cache);
+
+  const Device& device() const { return device_; }
+  KernelCache& cache() { return *cache_; }
+
+  /// Lower `k` under `b`, generate source for the device's HCD, then load the binary
+  /// from the cache or compile it. `k` must be verified (parse_module does that).
+  std::shared_ptr<const CompiledKernel> compile(const Kernel& k, const ShapeBindings& b);
+
+  /// Run every func in order on `inputs` (every Input buffer, with the declared dtype
+  /// and concrete shape) and `params` (every runtime param). With `repeat` > 0 the
+  /// kernel is also timed. A missing or mismatched input or param is a UserError.
+  RunResult run(const CompiledKernel& ck, const std::map<std::string, Tensor>& inputs,
+                const ParamValues& params, int repeat = 0);
+
+  /// The options string handed to the device compiler: the HCD's compiler and flags.
+  std::string compile_options() const;
+
+private:
+  Device device_;
+  std::shared_ptr<KernelCache> cache_;
+  std::map<CacheKey, std::shared_ptr<const CompiledKernel>> compiled_;
+};
+
+/// Median of the samples (mean of the middle two for an even count) and the minimum.
+Timing summarize_timing(std::vector<double> samples_ms);
+
+} // namespace unitile
