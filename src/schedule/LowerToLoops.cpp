@@ -84,9 +84,46 @@ struct NestBuilder {
   }
 };
 
-Stmt lower_comprehension(const Kernel& k, const Comprehension& c, const ShapeBindings& b,
+// In C, and in Loop IR, loop variables share one namespace with buffers and params,
+// while in Kernel IR a tensor `s` and an index `s` cannot be confused. Rename the index
+// variables that collide (s -> s_0) so the generated code stays valid.
+Comprehension with_unique_vars(const Kernel& k, const Comprehension& c) {
+  auto taken = [&](const std::string& n) {
+    return k.find_tensor(n) || k.find_param(n) || c.ranges.count(n);
+  };
+  std::map<std::string, std::string> renamed;
+  for (const auto& [v, r] : c.ranges) {
+    if (!k.find_tensor(v) && !k.find_param(v)) continue;
+    for (int i = 0;; ++i) {
+      std::string n = fmt::format("{}_{}", v, i);
+      bool used = taken(n);
+      for (const auto& [from, to] : renamed) used |= to == n;
+      if (used) continue;
+      renamed[v] = n;
+      break;
+    }
+  }
+  if (renamed.empty()) return c;
+  auto name_of = [&](const std::string& v) {
+    auto it = renamed.find(v);
+    return it == renamed.end() ? v : it->second;
+  };
+  Comprehension r = c;
+  for (std::string& v : r.indices) v = name_of(v);
+  for (std::string& v : r.reduction_vars) v = name_of(v);
+  r.ranges.clear();
+  for (const auto& [v, e] : c.ranges) r.ranges[name_of(v)] = e;
+  r.value = rewrite(c.value, [&](const Expr& e) -> Expr {
+    if (e->kind != ExprKind::Var || !renamed.count(e->name)) return e;
+    return var(renamed.at(e->name), e->type, e->loc);
+  });
+  return r;
+}
+
+Stmt lower_comprehension(const Kernel& k, const Comprehension& original, const ShapeBindings& b,
                          const std::set<std::string>& names, const ConcreteShapes& shapes,
                          const hcd::Hcd& hcd) {
+  const Comprehension c = with_unique_vars(k, original);
   const TensorDecl* out = k.find_tensor(c.output);
   UT_INTERNAL_ASSERT(out != nullptr, "comprehension writes unknown tensor '" + c.output + "'");
   if (c.reduce == ReduceKind::Assign && !c.reduction_vars.empty())
