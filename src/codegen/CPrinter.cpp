@@ -46,9 +46,15 @@ const std::set<std::string, std::less<>>& reserved_identifiers() {
   return names;
 }
 
-std::string sanitize(const std::string& ir_name) {
+// `name` with every character that cannot be in a C identifier replaced by '_'.
+std::string identifier_chars(const std::string& name) {
   std::string s;
-  for (char c : ir_name) s += (std::isalnum(static_cast<unsigned char>(c)) || c == '_') ? c : '_';
+  for (char c : name) s += (std::isalnum(static_cast<unsigned char>(c)) || c == '_') ? c : '_';
+  return s;
+}
+
+std::string sanitize(const std::string& ir_name) {
+  std::string s = identifier_chars(ir_name);
   if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) s = "v_" + s;
   if (reserved_identifiers().count(s) || s.rfind("ut_", 0) == 0 || s.rfind("UT_", 0) == 0 ||
       s.rfind("__", 0) == 0)
@@ -602,9 +608,11 @@ private:
   // The value as the buffer's storage holds it.
   std::string stored_value(const Expr& value, const BufferView& b) {
     if (b.dtype == DType::F16 || b.dtype == DType::BF16) {
-      std::string v = expr(value);
-      if (compute_type(value->type) != DType::F32) v = fmt::format("(float)({})", v);
-      if (b.holds_compute_type) return v; // registers keep the float, as the sim keeps its double
+      // A cast to the buffer's own type rounds exactly as the store does: store directly.
+      const Expr& x = value->kind == ExprKind::Cast && value->type == b.dtype ? value->operands[0] : value;
+      std::string v = expr(x);
+      if (compute_type(x->type) != DType::F32) v = fmt::format("(float)({})", v);
+      if (b.holds_compute_type) return x == value ? v : round16(v, b.dtype);
       const char* fn = b.dtype == DType::F16 ? "ut_f32_to_f16" : "ut_f32_to_bf16";
       helpers_.need(fn);
       return fmt::format("{}({})", fn, v);
@@ -848,7 +856,7 @@ GeneratedSource print_c_family(const LoopProgram& p, const hcd::Hcd& hcd, const 
   std::string funcs;
   std::set<std::string> entries;
   for (const LoopFunc& f : p.funcs) {
-    std::string entry = std::string(d.entry_prefix) + sanitize(f.name);
+    std::string entry = std::string(d.entry_prefix) + identifier_chars(f.name);
     UT_INTERNAL_ASSERT(entries.insert(entry).second, "two funcs print as entry " + entry);
     FuncPrinter printer(p, hcd, d, helpers);
     funcs += "\n" + printer.print(f, entry);
