@@ -252,15 +252,15 @@ struct Place {
 
   // The row-major offset, or -1 when some index is out of range (`vals` gets them all).
   int64_t offset(Ctx& c, int64_t* vals) const {
-    int64_t off = 0;
+    uint64_t off = 0; // unsigned: out-of-range indices may wrap it, harmlessly
     bool out = false;
     for (int k = 0; k < rank; ++k) {
       int64_t v = idx[k]->eval(c);
       vals[k] = v;
       out |= static_cast<uint64_t>(v) >= static_cast<uint64_t>(shape[k]);
-      off = off * shape[k] + v;
+      off = off * static_cast<uint64_t>(shape[k]) + static_cast<uint64_t>(v);
     }
-    return out ? -1 : off;
+    return out ? -1 : static_cast<int64_t>(off);
   }
 
   [[noreturn]] void fail(Ctx& c, const int64_t* vals, const char* what) const {
@@ -468,9 +468,7 @@ public:
                                 b.shape.size(), kMaxRank));
       BufInfo info{out_.n_bufs++, global_storage(b.dtype), b.dtype, b.shape};
       buffers_.push_back({b.name, info});
-      size_t elems = 1;
-      for (int64_t d : b.shape) elems *= static_cast<size_t>(d);
-      out_.buffer_bytes.push_back(elems * static_cast<size_t>(dtype_bytes(b.dtype)));
+      out_.buffer_bytes.push_back(element_count(b.name, b.shape) * static_cast<size_t>(dtype_bytes(b.dtype)));
     }
     for (const ParamDecl& prm : p.params) {
       bool fl = is_float(prm.dtype);
@@ -499,6 +497,19 @@ private:
   std::vector<std::pair<std::string, BufInfo>> buffers_; // innermost (allocations) last
   std::vector<std::pair<std::string, VarInfo>> vars_;
   bool in_thread_loop_ = false;
+
+  // Elements of a buffer or allocation; a size that would overflow offsets is refused, so
+  // that offsets (int64) and byte counts (size_t) are exact for every in-range index.
+  size_t element_count(const std::string& name, const std::vector<int64_t>& shape) const {
+    constexpr uint64_t kLimit = uint64_t(1) << 48;
+    uint64_t elems = 1;
+    for (int64_t d : shape) {
+      if (d != 0 && elems > kLimit / static_cast<uint64_t>(d))
+        unsupported(fmt::format("'{}' has more than 2^48 elements", name));
+      elems *= static_cast<uint64_t>(d);
+    }
+    return static_cast<size_t>(elems);
+  }
 
   [[noreturn]] void unsupported(const std::string& msg) const {
     throw UnsupportedError(fmt::format("sim: kernel '{}' (func {}): {}", p_.kernel, f_.name, msg));
@@ -891,8 +902,7 @@ private:
       n->is_float = is_float(s->dtype);
       n->index = n->is_float ? out_.n_falloc++ : out_.n_ialloc++;
       n->slot = out_.n_bufs++;
-      n->elems = 1;
-      for (int64_t d : s->shape) n->elems *= static_cast<size_t>(d);
+      n->elems = element_count(s->buffer, s->shape);
       buffers_.push_back({s->buffer, {n->slot, n->is_float ? Storage::AllocF : Storage::AllocI, s->dtype, s->shape}});
       n->body = stmt(s->body[0]);
       buffers_.pop_back();

@@ -462,6 +462,16 @@ TEST(SimDevice, OutOfRangeWriteIsALaunchError) {
   EXPECT_EQ(msg, "sim: kernel 'W' (func W_0): out-of-range write O[2, 3]: index 1 is 3 but the extent is 3");
 }
 
+TEST(SimDevice, ShapesTooLargeToAddressAreRefused) {
+  ut_binary* bin = nullptr;
+  const void* data = nullptr;
+  size_t size = 0;
+  ut_error err;
+  const char* text = "program P { buffer O: f32[4294967296, 4294967296] output func f { O[0, 0] = 1.0 } }";
+  EXPECT_EQ(sim()->compile(text, "", &bin, &data, &size, &err), UT_ERROR_COMPILE);
+  EXPECT_NE(std::string(err.message).find("'O' has more than 2^48 elements"), std::string::npos) << err.message;
+}
+
 TEST(SimDevice, MalformedSourceIsACompileErrorWithTheDiagnostic) {
   ut_binary* bin = nullptr;
   const void* data = nullptr;
