@@ -405,7 +405,7 @@ private:
     MathFn fn = e->math_fn;
     DType t = e->type;
     std::vector<std::string> args;
-    for (const auto& a : e->operands) args.push_back(expr(a));
+    for (const auto& a : e->operands) args.push_back(strip_parens(expr(a)));
     if (fn == MathFn::IsNan || fn == MathFn::IsInf) {
       const char* name = fn == MathFn::IsNan ? "isnan" : "isinf";
       if (!is_float(e->operands[0]->type)) return "0";
@@ -496,6 +496,7 @@ private:
     std::string s;
     for (size_t k = 0; k < terms.size(); ++k) s += (k ? " + " : "") + terms[k];
     if (terms.empty()) return int_literal(constant, true);
+    if (terms.size() == 1 && constant == 0) return strip_parens(s);
     if (constant > 0) s += " + " + int_literal(constant, true);
     if (constant < 0 && constant != INT64_MIN) s += " - " + int_literal(-constant, true);
     if (constant == INT64_MIN) s += " + " + int_literal(constant, true);
@@ -602,7 +603,7 @@ private:
   void store(const StmtNode& s) {
     const BufferView& b = buffer(s.buffer);
     line(fmt::format("{}[{}] = {};", names_.buffer(s.buffer), linear_index(s.indices, b.shape),
-                     stored_value(s.value, b)));
+                     strip_parens(stored_value(s.value, b))));
   }
 
   // The value as the buffer's storage holds it.
