@@ -179,7 +179,8 @@ int run_command(const CommonOptions& co, const RunOptions& ro) {
       throw UserError(fmt::format("error: --input {}: no kernel run here has an input '{}' (inputs: {})", name,
                                   name, join(names)));
     }
-    input_files[name] = path;
+    if (!input_files.emplace(name, path).second)
+      throw UserError(fmt::format("error: --input {} is given twice", name));
   }
   if (ro.repeat < 0) throw UserError("error: --repeat must be at least 0");
 
