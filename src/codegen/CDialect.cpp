@@ -14,8 +14,9 @@ const CDialect& c_dialect() {
                 "#include <stdlib.h>\n"
                 "#include <string.h>\n" UT_C_DIALECT_ABI_TEXT "\n";
     c.entry_prefix = UT_C_ENTRY_PREFIX;
-    c.entry_signature = "__attribute__((visibility(\"default\"))) void {entry}(const ut_c_arg* args, "
-                        "uint32_t bx, uint32_t by, uint32_t bz)";
+    c.entry_signature =
+        "__attribute__((visibility(\"default\"))) void {entry}(const ut_c_arg* args, "
+        "uint32_t bx, uint32_t by, uint32_t bz)";
     c.buffer_binding = "{const}{type}* restrict {name} = ({const}{type}*)args[{index}].p;";
     c.int_arg = "args[{index}].i";
     c.float_arg = "args[{index}].f";

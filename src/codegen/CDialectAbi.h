@@ -21,12 +21,12 @@
 extern "C" {
 #endif
 
-#define UT_C_DIALECT_ABI_DECLS                                                             \
-  typedef union ut_c_arg {                                                                 \
-    void* p;                                                                               \
-    int64_t i;                                                                             \
-    double f;                                                                              \
-  } ut_c_arg;                                                                              \
+#define UT_C_DIALECT_ABI_DECLS                                                                     \
+  typedef union ut_c_arg {                                                                         \
+    void* p;                                                                                       \
+    int64_t i;                                                                                     \
+    double f;                                                                                      \
+  } ut_c_arg;                                                                                      \
   typedef void (*ut_c_entry_fn)(const ut_c_arg* args, uint32_t bx, uint32_t by, uint32_t bz);
 
 UT_C_DIALECT_ABI_DECLS

@@ -110,12 +110,14 @@ constexpr std::string_view kModFloat = R"(static inline $T ut_mod_$S($T a, $T b)
 )";
 // min/max: NaN in, NaN out (fmin/fmax would drop it); otherwise min = a < b ? a : b and
 // max = a > b ? a : b, which also fixes which zero wins, as the sim device does.
-constexpr std::string_view kMinFloat =
-    "static inline $T ut_min_$S($T a, $T b) { return (a != a || b != b) ? a + b : (a < b ? a : b); }\n";
-constexpr std::string_view kMaxFloat =
-    "static inline $T ut_max_$S($T a, $T b) { return (a != a || b != b) ? a + b : (a > b ? a : b); }\n";
-constexpr std::string_view kMinInt = "static inline $T ut_min_$S($T a, $T b) { return a < b ? a : b; }\n";
-constexpr std::string_view kMaxInt = "static inline $T ut_max_$S($T a, $T b) { return a > b ? a : b; }\n";
+constexpr std::string_view kMinFloat = "static inline $T ut_min_$S($T a, $T b) { return (a != a || "
+                                       "b != b) ? a + b : (a < b ? a : b); }\n";
+constexpr std::string_view kMaxFloat = "static inline $T ut_max_$S($T a, $T b) { return (a != a || "
+                                       "b != b) ? a + b : (a > b ? a : b); }\n";
+constexpr std::string_view kMinInt =
+    "static inline $T ut_min_$S($T a, $T b) { return a < b ? a : b; }\n";
+constexpr std::string_view kMaxInt =
+    "static inline $T ut_max_$S($T a, $T b) { return a > b ? a : b; }\n";
 // float -> integer: truncate toward zero, NaN gives 0, saturate outside int64; the cast
 // to a narrower type then wraps. Defined for every input, unlike a plain C cast.
 constexpr std::string_view kFloatToInt = R"(static inline int64_t ut_float_to_i64(double v) {
@@ -126,9 +128,10 @@ constexpr std::string_view kFloatToInt = R"(static inline int64_t ut_float_to_i6
 }
 )";
 // sign: -1, 0 or 1; NaN stays NaN.
-constexpr std::string_view kSign =
-    "static inline $T ut_sign_$S($T x) { return x > 0 ? ($T)1 : x < 0 ? ($T)-1 : x == 0 ? ($T)0 : x; }\n";
-constexpr std::string_view kAbsInt = "static inline $T ut_abs_$S($T x) { return x < 0 ? -x : x; }\n";
+constexpr std::string_view kSign = "static inline $T ut_sign_$S($T x) { return x > 0 ? ($T)1 : x < "
+                                   "0 ? ($T)-1 : x == 0 ? ($T)0 : x; }\n";
+constexpr std::string_view kAbsInt =
+    "static inline $T ut_abs_$S($T x) { return x < 0 ? -x : x; }\n";
 
 const std::map<std::string, ScalarHelper, std::less<>>& scalar_helpers() {
   static const std::map<std::string, ScalarHelper, std::less<>> table = [] {
@@ -148,14 +151,16 @@ const std::map<std::string, ScalarHelper, std::less<>>& scalar_helpers() {
     for (Generic g : {Generic{"float", "f32", true}, Generic{"double", "f64", true},
                       Generic{"int32_t", "i32", false}, Generic{"int64_t", "i64", false}}) {
       auto add = [&](const char* stem, std::string_view text, std::vector<std::string> deps = {}) {
-        t[std::string(stem) + g.suffix] = {std::move(deps), instantiate(std::string(text), g.ctype, g.suffix)};
+        t[std::string(stem) + g.suffix] = {std::move(deps),
+                                           instantiate(std::string(text), g.ctype, g.suffix)};
       };
       add("ut_min_", g.is_float ? kMinFloat : kMinInt);
       add("ut_max_", g.is_float ? kMaxFloat : kMaxInt);
       add("ut_sign_", kSign);
       if (g.is_float) {
         std::string mod(kModFloat);
-        mod.replace(mod.find("ut_fmod_$S"), 10, g.suffix == std::string_view("f32") ? "fmodf" : "fmod");
+        mod.replace(mod.find("ut_fmod_$S"), 10,
+                    g.suffix == std::string_view("f32") ? "fmodf" : "fmod");
         add("ut_mod_", mod);
       } else {
         add("ut_floordiv_", kFloorDivInt);
@@ -170,11 +175,16 @@ const std::map<std::string, ScalarHelper, std::less<>>& scalar_helpers() {
 
 const char* dtype_ctype(DType t) {
   switch (t) {
-  case DType::F32: return "float";
-  case DType::F64: return "double";
-  case DType::I32: return "int32_t";
-  case DType::I64: return "int64_t";
-  default: return nullptr;
+  case DType::F32:
+    return "float";
+  case DType::F64:
+    return "double";
+  case DType::I32:
+    return "int32_t";
+  case DType::I64:
+    return "int64_t";
+  default:
+    return nullptr;
   }
 }
 
@@ -193,20 +203,24 @@ std::string vector_text(DType elem, int lanes) {
                    "typedef {1} {0} __attribute__((vector_size({2})));\n#endif\n",
                    v, t, bytes);
   s += fmt::format(
-      "static inline {0} {0}_splat({1} x) {{ {0} v; for (int l = 0; l < {2}; ++l) v[l] = x; return v; }}\n"
+      "static inline {0} {0}_splat({1} x) {{ {0} v; for (int l = 0; l < {2}; ++l) v[l] = x; return "
+      "v; }}\n"
       "static inline {0} {0}_load(const {1}* p) {{ {0} v; memcpy(&v, p, sizeof v); return v; }}\n"
       "static inline void {0}_store({1}* p, {0} v) {{ memcpy(p, &v, sizeof v); }}\n"
-      "static inline {0} {0}_blend({3} m, {0} a, {0} b) {{ return ({0})((({3})a & m) | (({3})b & ~m)); }}\n",
+      "static inline {0} {0}_blend({3} m, {0} a, {0} b) {{ return ({0})((({3})a & m) | (({3})b & "
+      "~m)); }}\n",
       v, t, lanes, m);
   if (is_float(elem))
-    s += fmt::format(
-        "static inline {0} {0}_min({0} a, {0} b) {{ return {0}_blend((a != a) | (b != b), a + b, {0}_blend(a < b, a, b)); }}\n"
-        "static inline {0} {0}_max({0} a, {0} b) {{ return {0}_blend((a != a) | (b != b), a + b, {0}_blend(a > b, a, b)); }}\n",
-        v);
-  else
-    s += fmt::format("static inline {0} {0}_min({0} a, {0} b) {{ return {0}_blend(a < b, a, b); }}\n"
-                     "static inline {0} {0}_max({0} a, {0} b) {{ return {0}_blend(a > b, a, b); }}\n",
+    s += fmt::format("static inline {0} {0}_min({0} a, {0} b) {{ return {0}_blend((a != a) | (b != "
+                     "b), a + b, {0}_blend(a < b, a, b)); }}\n"
+                     "static inline {0} {0}_max({0} a, {0} b) {{ return {0}_blend((a != a) | (b != "
+                     "b), a + b, {0}_blend(a > b, a, b)); }}\n",
                      v);
+  else
+    s += fmt::format(
+        "static inline {0} {0}_min({0} a, {0} b) {{ return {0}_blend(a < b, a, b); }}\n"
+        "static inline {0} {0}_max({0} a, {0} b) {{ return {0}_blend(a > b, a, b); }}\n",
+        v);
   return s;
 }
 
@@ -224,13 +238,17 @@ void CHelperSet::need(std::string_view name) {
   const auto& table = scalar_helpers();
   auto it = table.find(name);
   UT_INTERNAL_ASSERT(it != table.end(), "unknown C helper " + std::string(name));
-  if (!scalars_.insert(std::string(name)).second) return;
-  for (const auto& d : it->second.deps) need(d);
+  if (!scalars_.insert(std::string(name)).second)
+    return;
+  for (const auto& d : it->second.deps)
+    need(d);
 }
 
 std::string CHelperSet::need_vector(DType elem, int lanes) {
-  UT_INTERNAL_ASSERT(dtype_ctype(elem) != nullptr, "no vector type for " + std::string(dtype_name(elem)));
-  UT_INTERNAL_ASSERT(lanes > 1 && (lanes & (lanes - 1)) == 0, "vector lanes must be a power of two");
+  UT_INTERNAL_ASSERT(dtype_ctype(elem) != nullptr,
+                     "no vector type for " + std::string(dtype_name(elem)));
+  UT_INTERNAL_ASSERT(lanes > 1 && (lanes & (lanes - 1)) == 0,
+                     "vector lanes must be a power of two");
   vectors_.insert({static_cast<int>(elem), lanes});
   return vector_type_name(elem, lanes);
 }
@@ -242,13 +260,17 @@ std::string CHelperSet::text() const {
   const auto& table = scalar_helpers();
   std::string s;
   for (const auto& name : first)
-    if (scalars_.count(name)) s += table.find(name)->second.text;
+    if (scalars_.count(name))
+      s += table.find(name)->second.text;
   for (const auto& name : scalars_)
-    if (std::find(first.begin(), first.end(), name) == first.end()) s += table.find(name)->second.text;
+    if (std::find(first.begin(), first.end(), name) == first.end())
+      s += table.find(name)->second.text;
   // The vector helpers are static and inlined, so their calling convention never meets
   // other code: GCC's note that wide vectors change the ABI without -mavx is moot here.
-  if (!vectors_.empty()) s += "#pragma GCC diagnostic ignored \"-Wpsabi\"\n";
-  for (auto [elem, lanes] : vectors_) s += vector_text(static_cast<DType>(elem), lanes);
+  if (!vectors_.empty())
+    s += "#pragma GCC diagnostic ignored \"-Wpsabi\"\n";
+  for (auto [elem, lanes] : vectors_)
+    s += vector_text(static_cast<DType>(elem), lanes);
   return s;
 }
 

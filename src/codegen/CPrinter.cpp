@@ -27,14 +27,14 @@ const std::set<std::string, std::less<>>& reserved_identifiers() {
     std::set<std::string, std::less<>> s = {
         "auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else",
         "enum", "extern", "float", "for", "goto", "if", "inline", "int", "long", "register",
-        "restrict", "return", "short", "signed", "sizeof", "static", "struct", "switch",
-        "typedef", "union", "unsigned", "void", "volatile", "while", "_Bool", "_Complex",
-        "_Imaginary", "_Alignas", "_Alignof", "_Atomic", "_Generic", "_Noreturn",
-        "_Static_assert", "_Thread_local", "bool", "true", "false", "asm", "typeof",
+        "restrict", "return", "short", "signed", "sizeof", "static", "struct", "switch", "typedef",
+        "union", "unsigned", "void", "volatile", "while", "_Bool", "_Complex", "_Imaginary",
+        "_Alignas", "_Alignof", "_Atomic", "_Generic", "_Noreturn", "_Static_assert",
+        "_Thread_local", "bool", "true", "false", "asm", "typeof",
         // what the prelude and the entry signature define
-        "args", "bx", "by", "bz", "int8_t", "int16_t", "int32_t", "int64_t", "uint8_t",
-        "uint16_t", "uint32_t", "uint64_t", "size_t", "memcpy", "malloc", "free", "abort",
-        "NAN", "INFINITY", "HUGE_VAL", "isnan", "isinf", "INT64_C", "INT64_MAX", "INT64_MIN", "NULL", "errno", "main",
+        "args", "bx", "by", "bz", "int8_t", "int16_t", "int32_t", "int64_t", "uint8_t", "uint16_t",
+        "uint32_t", "uint64_t", "size_t", "memcpy", "malloc", "free", "abort", "NAN", "INFINITY",
+        "HUGE_VAL", "isnan", "isinf", "INT64_C", "INT64_MAX", "INT64_MIN", "NULL", "errno", "main",
         "fabs", "fabsf", "nearbyint", "nearbyintf", "fmod", "fmodf"};
     for (int f = 0; f <= static_cast<int>(MathFn::Atan2); ++f) {
       std::string n = math_fn_name(static_cast<MathFn>(f));
@@ -49,13 +49,15 @@ const std::set<std::string, std::less<>>& reserved_identifiers() {
 // `name` with every character that cannot be in a C identifier replaced by '_'.
 std::string identifier_chars(const std::string& name) {
   std::string s;
-  for (char c : name) s += (std::isalnum(static_cast<unsigned char>(c)) || c == '_') ? c : '_';
+  for (char c : name)
+    s += (std::isalnum(static_cast<unsigned char>(c)) || c == '_') ? c : '_';
   return s;
 }
 
 std::string sanitize(const std::string& ir_name) {
   std::string s = identifier_chars(ir_name);
-  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) s = "v_" + s;
+  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0])))
+    s = "v_" + s;
   if (reserved_identifiers().count(s) || s.rfind("ut_", 0) == 0 || s.rfind("UT_", 0) == 0 ||
       s.rfind("__", 0) == 0)
     s += '_';
@@ -73,9 +75,11 @@ public:
 private:
   const std::string& get(const std::string& key, const std::string& ir) {
     auto it = names_.find(key);
-    if (it != names_.end()) return it->second;
+    if (it != names_.end())
+      return it->second;
     std::string base = sanitize(ir), c = base;
-    for (int k = 1; taken_.count(c); ++k) c = fmt::format("{}_{}", base, k);
+    for (int k = 1; taken_.count(c); ++k)
+      c = fmt::format("{}_{}", base, k);
     taken_.insert(c);
     return names_.emplace(key, c).first->second;
   }
@@ -94,14 +98,17 @@ struct FreeNames {
 void collect_expr(const Expr& e, const std::set<std::string>& bound_vars,
                   const std::set<std::string>& bound_bufs, FreeNames& out) {
   visit(e, [&](const Expr& n) {
-    if (n->kind == ExprKind::Var && !bound_vars.count(n->name)) out.vars.insert(n->name);
-    if (n->kind == ExprKind::Access && !bound_bufs.count(n->name)) out.buffers.insert(n->name);
+    if (n->kind == ExprKind::Var && !bound_vars.count(n->name))
+      out.vars.insert(n->name);
+    if (n->kind == ExprKind::Access && !bound_bufs.count(n->name))
+      out.buffers.insert(n->name);
   });
 }
 
 void collect_stmt(const Stmt& s, std::set<std::string> bound_vars, std::set<std::string> bound_bufs,
                   FreeNames& out) {
-  if (!s) return;
+  if (!s)
+    return;
   auto expr = [&](const Expr& e) { collect_expr(e, bound_vars, bound_bufs, out); };
   switch (s->kind) {
   case StmtKind::For:
@@ -109,21 +116,29 @@ void collect_stmt(const Stmt& s, std::set<std::string> bound_vars, std::set<std:
     expr(s->extent);
     bound_vars.insert(s->var);
     break;
-  case StmtKind::If: expr(s->cond); break;
+  case StmtKind::If:
+    expr(s->cond);
+    break;
   case StmtKind::Store:
-    if (!bound_bufs.count(s->buffer)) out.buffers.insert(s->buffer);
-    for (const auto& i : s->indices) expr(i);
+    if (!bound_bufs.count(s->buffer))
+      out.buffers.insert(s->buffer);
+    for (const auto& i : s->indices)
+      expr(i);
     expr(s->value);
     break;
-  case StmtKind::Allocate: bound_bufs.insert(s->buffer); break;
+  case StmtKind::Allocate:
+    bound_bufs.insert(s->buffer);
+    break;
   case StmtKind::Let:
     expr(s->value);
     bound_vars.insert(s->var);
     break;
   case StmtKind::Block:
-  case StmtKind::Barrier: break;
+  case StmtKind::Barrier:
+    break;
   }
-  for (const auto& b : s->body) collect_stmt(b, bound_vars, bound_bufs, out);
+  for (const auto& b : s->body)
+    collect_stmt(b, bound_vars, bound_bufs, out);
 }
 
 FreeNames free_names(const Stmt& s) {
@@ -132,60 +147,77 @@ FreeNames free_names(const Stmt& s) {
   return f;
 }
 
-bool is_grid(ForKind k) { return k == ForKind::GridX || k == ForKind::GridY || k == ForKind::GridZ; }
+bool is_grid(ForKind k) {
+  return k == ForKind::GridX || k == ForKind::GridY || k == ForKind::GridZ;
+}
 bool is_thread(ForKind k) {
   return k == ForKind::ThreadX || k == ForKind::ThreadY || k == ForKind::ThreadZ;
 }
 
 bool const_int(const Expr& e, int64_t* v) {
-  if (!e || e->kind != ExprKind::IntImm) return false;
+  if (!e || e->kind != ExprKind::IntImm)
+    return false;
   *v = e->int_value;
   return true;
 }
 
 // Whether a func has a thread loop that runs more than one iteration, and a barrier.
 void scan_threads(const Stmt& s, bool* multi_thread, bool* has_barrier) {
-  if (!s) return;
-  if (s->kind == StmtKind::Barrier) *has_barrier = true;
+  if (!s)
+    return;
+  if (s->kind == StmtKind::Barrier)
+    *has_barrier = true;
   int64_t ext;
-  if (s->kind == StmtKind::For && is_thread(s->for_kind) && !(const_int(s->extent, &ext) && ext == 1))
+  if (s->kind == StmtKind::For && is_thread(s->for_kind) &&
+      !(const_int(s->extent, &ext) && ext == 1))
     *multi_thread = true;
-  for (const auto& b : s->body) scan_threads(b, multi_thread, has_barrier);
+  for (const auto& b : s->body)
+    scan_threads(b, multi_thread, has_barrier);
 }
 
 // ---------------------------------------------------------------------------------------
 // Literals
 
-bool fits_int32(int64_t v) { return v > INT32_MIN && v <= INT32_MAX; }
+bool fits_int32(int64_t v) {
+  return v > INT32_MIN && v <= INT32_MAX;
+}
 
 std::string int_literal(int64_t v, bool wide) {
-  if (v == INT64_MIN) return "(-INT64_C(9223372036854775807) - 1)";
-  if (wide && !fits_int32(v)) return fmt::format("INT64_C({})", v);
-  if (v == INT32_MIN) return "(-2147483647 - 1)";
+  if (v == INT64_MIN)
+    return "(-INT64_C(9223372036854775807) - 1)";
+  if (wide && !fits_int32(v))
+    return fmt::format("INT64_C({})", v);
+  if (v == INT32_MIN)
+    return "(-2147483647 - 1)";
   return fmt::format("{}", v);
 }
 
 std::string float_literal(double v, bool single) {
-  if (std::isnan(v)) return single ? "NAN" : "((double)NAN)";
+  if (std::isnan(v))
+    return single ? "NAN" : "((double)NAN)";
   if (std::isinf(v)) {
     std::string inf = single ? "INFINITY" : "HUGE_VAL";
     return v < 0 ? "(-" + inf + ")" : inf;
   }
   std::string s = single ? fmt::format("{:.9g}", static_cast<float>(v)) : fmt::format("{:.17g}", v);
-  if (s.find_first_of(".e") == std::string::npos) s += ".0";
+  if (s.find_first_of(".e") == std::string::npos)
+    s += ".0";
   return single ? s + "f" : s;
 }
 
 // Whether `v` is exactly a value of the 16-bit float type `t`.
 bool exact_in_16bit(double v, DType t) {
-  if (!std::isfinite(v) || v == 0) return true;
+  if (!std::isfinite(v) || v == 0)
+    return true;
   int mant_bits = t == DType::F16 ? 11 : 8, min_exp = t == DType::F16 ? -14 : -126;
   double max = t == DType::F16 ? 65504.0 : 3.3895313892515355e38;
-  if (std::fabs(v) > max) return false;
+  if (std::fabs(v) > max)
+    return false;
   int e;
   double m = std::frexp(std::fabs(v), &e); // v = m * 2^e, m in [0.5, 1)
   int bits = e - 1 >= min_exp ? mant_bits : mant_bits - (min_exp - (e - 1));
-  if (bits <= 0) return false;
+  if (bits <= 0)
+    return false;
   double scaled = std::ldexp(m, bits);
   return scaled == std::floor(scaled);
 }
@@ -212,14 +244,16 @@ public:
           "func '{}' of kernel '{}': the {} dialect cannot run multi-thread blocks with barriers "
           "(HCD '{}')",
           f.name, prog_.kernel, d_.name, hcd_.name));
-    for (const auto& b : prog_.buffers) buffers_[b.name] = {b.dtype, b.shape, false};
+    for (const auto& b : prog_.buffers)
+      buffers_[b.name] = {b.dtype, b.shape, false};
 
     line(replace_all(std::string(d_.entry_signature), "{entry}", entry) + " {");
     ++indent_;
     FreeNames used = free_names(f.body);
     for (size_t k = 0; k < prog_.buffers.size(); ++k) {
       const LoopBuffer& b = prog_.buffers[k];
-      if (!used.buffers.count(b.name)) continue;
+      if (!used.buffers.count(b.name))
+        continue;
       std::string s(d_.buffer_binding);
       s = replace_all(s, "{const}", b.role == TensorRole::Input ? "const " : "");
       s = replace_all(s, "{type}", std::string(storage_type(b.dtype)));
@@ -228,7 +262,8 @@ public:
     }
     for (size_t k = 0; k < prog_.params.size(); ++k) {
       const ParamDecl& prm = prog_.params[k];
-      if (!used.vars.count(prm.name)) continue;
+      if (!used.vars.count(prm.name))
+        continue;
       bind_param(prm, prog_.buffers.size() + k);
     }
     stmt(f.body, true);
@@ -266,13 +301,15 @@ private:
     DType t = prm.dtype;
     if (is_float(t)) {
       value = fmt::format("({}){}", value_type(t), f);
-      if (t == DType::F16 || t == DType::BF16) value = round16(value, t);
+      if (t == DType::F16 || t == DType::BF16)
+        value = round16(value, t);
     } else if (t == DType::Bool) {
       value = fmt::format("{} != 0", i);
     } else {
       value = fmt::format("({}){}", storage_type(t), i);
     }
-    std::string_view decl_type = (t == DType::F16 || t == DType::BF16) ? value_type(t) : storage_type(t);
+    std::string_view decl_type =
+        (t == DType::F16 || t == DType::BF16) ? value_type(t) : storage_type(t);
     line(fmt::format("const {} {} = {};", decl_type, names_.var(prm.name), value));
     // Only integer params can bound indices; they are runtime values, so no interval.
   }
@@ -288,27 +325,34 @@ private:
   // Whether the printed C text of `e` is a small literal of C type int although the IR
   // says i64 (the only place the two disagree on integer width).
   static bool narrow_literal(const Expr& e) {
-    if (e->kind == ExprKind::IntImm) return is_integer(e->type) && fits_int32(e->int_value);
-    if (e->kind == ExprKind::Unary && e->unary_op == UnaryOp::Neg) return narrow_literal(e->operands[0]);
+    if (e->kind == ExprKind::IntImm)
+      return is_integer(e->type) && fits_int32(e->int_value);
+    if (e->kind == ExprKind::Unary && e->unary_op == UnaryOp::Neg)
+      return narrow_literal(e->operands[0]);
     return false;
   }
   static bool c_is_i64(const Expr& e) { return e->type == DType::I64 && !narrow_literal(e); }
 
   // `e` converted to the values of type `t`, as a Cast node means it.
   std::string converted(const Expr& e, DType t) {
-    if (e->type == t) return expr(e);
+    if (e->type == t)
+      return expr(e);
     return cast_text(t, e);
   }
 
   std::string cast_text(DType t, const Expr& x) {
     std::string v = expr(x);
-    if (x->type == t) return v;
-    if (t == DType::Bool) return fmt::format("(({}) != 0)", v);
+    if (x->type == t)
+      return v;
+    if (t == DType::Bool)
+      return fmt::format("(({}) != 0)", v);
     if (t == DType::F16 || t == DType::BF16) {
-      if (x->type != DType::F32) v = fmt::format("(float)({})", v);
+      if (x->type != DType::F32)
+        v = fmt::format("(float)({})", v);
       return round16(v, t);
     }
-    if (compute_type(x->type) == compute_type(t) && !is_integer(t)) return v; // f16 -> f32
+    if (compute_type(x->type) == compute_type(t) && !is_integer(t))
+      return v; // f16 -> f32
     if (is_integer(t) && is_float(x->type)) {
       helpers_.need("ut_float_to_i64");
       return fmt::format("({})ut_float_to_i64({})", storage_type(t), v);
@@ -319,39 +363,47 @@ private:
   std::string expr(const Expr& e) {
     switch (e->kind) {
     case ExprKind::IntImm:
-      if (is_float(e->type)) return float_literal(static_cast<double>(e->int_value), e->type != DType::F64);
+      if (is_float(e->type))
+        return float_literal(static_cast<double>(e->int_value), e->type != DType::F64);
       return int_literal(e->int_value, e->type == DType::I64);
     case ExprKind::FloatImm: {
       if (!is_float(e->type))
         return int_literal(static_cast<int64_t>(e->float_value), e->type == DType::I64);
       std::string lit = float_literal(e->float_value, e->type != DType::F64);
-      if ((e->type == DType::F16 || e->type == DType::BF16) && !exact_in_16bit(e->float_value, e->type))
+      if ((e->type == DType::F16 || e->type == DType::BF16) &&
+          !exact_in_16bit(e->float_value, e->type))
         return round16(lit, e->type);
       return lit;
     }
-    case ExprKind::BoolImm: return e->int_value ? "1" : "0";
+    case ExprKind::BoolImm:
+      return e->int_value ? "1" : "0";
     case ExprKind::Var: {
       UT_INTERNAL_ASSERT(bound_vars_.count(e->name) || is_param(e->name),
                          "variable '" + e->name + "' is not defined");
       return names_.var(e->name);
     }
-    case ExprKind::Access: return load(e);
+    case ExprKind::Access:
+      return load(e);
     case ExprKind::Unary: {
       std::string x = expr(e->operands[0]);
-      if (e->unary_op == UnaryOp::Not) return fmt::format("(!{})", x);
+      if (e->unary_op == UnaryOp::Not)
+        return fmt::format("(!{})", x);
       if (e->type == DType::I64 && !c_is_i64(e->operands[0]) && !narrow_literal(e->operands[0]))
         x = fmt::format("(int64_t){}", x);
       return x[0] == '-' ? fmt::format("(-({}))", x) : fmt::format("(-{})", x);
     }
-    case ExprKind::Binary: return binary(e);
+    case ExprKind::Binary:
+      return binary(e);
     case ExprKind::Select: {
       std::string a = converted(e->operands[1], e->type), b = converted(e->operands[2], e->type);
       if (e->type == DType::I64 && !c_is_i64(e->operands[1]) && !c_is_i64(e->operands[2]))
         a = "(int64_t)" + a;
       return fmt::format("({} ? {} : {})", expr(e->operands[0]), a, b);
     }
-    case ExprKind::Cast: return cast_text(e->type, e->operands[0]);
-    case ExprKind::Call: return call(e);
+    case ExprKind::Cast:
+      return cast_text(e->type, e->operands[0]);
+    case ExprKind::Call:
+      return call(e);
     }
     UT_INTERNAL_ASSERT(false, "unknown expression kind");
     return {};
@@ -359,7 +411,8 @@ private:
 
   bool is_param(const std::string& n) const {
     for (const auto& p : prog_.params)
-      if (p.name == n) return true;
+      if (p.name == n)
+        return true;
     return false;
   }
 
@@ -369,33 +422,43 @@ private:
     BinaryOp op = e->binary_op;
     if (op == BinaryOp::And || op == BinaryOp::Or)
       return fmt::format("({} {} {})", expr(a), op == BinaryOp::And ? "&&" : "||", expr(b));
-    if (is_comparison(op)) return fmt::format("({} {} {})", expr(a), binary_op_token(op), expr(b));
+    if (is_comparison(op))
+      return fmt::format("({} {} {})", expr(a), binary_op_token(op), expr(b));
 
     DType t = e->type;
     std::string x = expr(a), y = expr(b);
     // Make C compute in the IR's type: i64 where only literals are i64, float where the
     // operands are integers.
-    if (t == DType::I64 && !c_is_i64(a) && !c_is_i64(b)) x = "(int64_t)" + x;
+    if (t == DType::I64 && !c_is_i64(a) && !c_is_i64(b))
+      x = "(int64_t)" + x;
     if (is_float(t) && !is_float(a->type) && !is_float(b->type))
       x = fmt::format("({}){}", value_type(t), x);
 
     bool non_negative = provably_non_negative(a, env_) && provably_non_negative(b, env_);
-    std::string_view sfx = t == DType::I64 ? "i64" : t == DType::F64 ? "f64" : is_float(t) ? "f32" : "i32";
+    std::string_view sfx = t == DType::I64   ? "i64"
+                           : t == DType::F64 ? "f64"
+                           : is_float(t)     ? "f32"
+                                             : "i32";
     switch (op) {
     case BinaryOp::Add:
     case BinaryOp::Sub:
     case BinaryOp::Mul:
-    case BinaryOp::Div: return fmt::format("({} {} {})", x, binary_op_token(op), y);
+    case BinaryOp::Div:
+      return fmt::format("({} {} {})", x, binary_op_token(op), y);
     case BinaryOp::FloorDiv:
-      if (is_float(t)) return fmt::format("floor{}({} / {})", math_suffix(t), x, y);
-      if (non_negative) return fmt::format("({} / {})", x, y);
+      if (is_float(t))
+        return fmt::format("floor{}({} / {})", math_suffix(t), x, y);
+      if (non_negative)
+        return fmt::format("({} / {})", x, y);
       helpers_.need(fmt::format("ut_floordiv_{}", sfx));
       return fmt::format("ut_floordiv_{}({}, {})", sfx, x, y);
     case BinaryOp::Mod:
-      if (!is_float(t) && non_negative) return fmt::format("({} % {})", x, y);
+      if (!is_float(t) && non_negative)
+        return fmt::format("({} % {})", x, y);
       helpers_.need(fmt::format("ut_mod_{}", sfx));
       return fmt::format("ut_mod_{}({}, {})", sfx, x, y);
-    default: break;
+    default:
+      break;
     }
     UT_INTERNAL_ASSERT(false, "unhandled binary op");
     return {};
@@ -405,13 +468,16 @@ private:
     MathFn fn = e->math_fn;
     DType t = e->type;
     std::vector<std::string> args;
-    for (const auto& a : e->operands) args.push_back(strip_parens(expr(a)));
+    for (const auto& a : e->operands)
+      args.push_back(strip_parens(expr(a)));
     if (fn == MathFn::IsNan || fn == MathFn::IsInf) {
       const char* name = fn == MathFn::IsNan ? "isnan" : "isinf";
-      if (!is_float(e->operands[0]->type)) return "0";
+      if (!is_float(e->operands[0]->type))
+        return "0";
       return fmt::format("({}({}) != 0)", name, args[0]);
     }
-    if (!is_float(t)) return int_call(e, args);
+    if (!is_float(t))
+      return int_call(e, args);
     std::string_view sfx = math_suffix(t);
     std::string helper_sfx = compute_type(t) == DType::F64 ? "f64" : "f32";
     std::string one = compute_type(t) == DType::F64 ? "1.0" : "1.0f";
@@ -423,11 +489,16 @@ private:
       helpers_.need(name);
       return fmt::format("{}({})", name, join(args));
     }
-    case MathFn::Rsqrt: return fmt::format("({} / sqrt{}({}))", one, sfx, args[0]);
-    case MathFn::Sigmoid: return fmt::format("({0} / ({0} + exp{1}(-({2}))))", one, sfx, args[0]);
-    case MathFn::Abs: return fmt::format("fabs{}({})", sfx, args[0]);
-    case MathFn::Round: return fmt::format("nearbyint{}({})", sfx, args[0]);
-    default: return fmt::format("{}{}({})", math_fn_name(fn), sfx, join(args));
+    case MathFn::Rsqrt:
+      return fmt::format("({} / sqrt{}({}))", one, sfx, args[0]);
+    case MathFn::Sigmoid:
+      return fmt::format("({0} / ({0} + exp{1}(-({2}))))", one, sfx, args[0]);
+    case MathFn::Abs:
+      return fmt::format("fabs{}({})", sfx, args[0]);
+    case MathFn::Round:
+      return fmt::format("nearbyint{}({})", sfx, args[0]);
+    default:
+      return fmt::format("{}{}({})", math_fn_name(fn), sfx, join(args));
     }
   }
 
@@ -448,19 +519,23 @@ private:
     case MathFn::Floor:
     case MathFn::Ceil:
     case MathFn::Round:
-    case MathFn::Trunc: return args[0];
+    case MathFn::Trunc:
+      return args[0];
     default: {
       std::vector<std::string> wide;
-      for (const auto& a : args) wide.push_back("(double)(" + a + ")");
+      for (const auto& a : args)
+        wide.push_back("(double)(" + a + ")");
       helpers_.need("ut_float_to_i64");
-      return fmt::format("({})ut_float_to_i64({}({}))", storage_type(e->type), math_fn_name(fn), join(wide));
+      return fmt::format("({})ut_float_to_i64({}({}))", storage_type(e->type), math_fn_name(fn),
+                         join(wide));
     }
     }
   }
 
   static std::string join(const std::vector<std::string>& v) {
     std::string s;
-    for (size_t k = 0; k < v.size(); ++k) s += (k ? ", " : "") + v[k];
+    for (size_t k = 0; k < v.size(); ++k)
+      s += (k ? ", " : "") + v[k];
     return s;
   }
 
@@ -488,24 +563,32 @@ private:
       }
       std::string s = expr(i);
       if (strides[k] != 1) {
-        if (!c_is_i64(i)) s = "(int64_t)" + s;
+        if (!c_is_i64(i))
+          s = "(int64_t)" + s;
         s += " * " + int_literal(strides[k], true);
       }
       terms.push_back(s);
     }
     std::string s;
-    for (size_t k = 0; k < terms.size(); ++k) s += (k ? " + " : "") + terms[k];
-    if (terms.empty()) return int_literal(constant, true);
-    if (terms.size() == 1 && constant == 0) return strip_parens(s);
-    if (constant > 0) s += " + " + int_literal(constant, true);
-    if (constant < 0 && constant != INT64_MIN) s += " - " + int_literal(-constant, true);
-    if (constant == INT64_MIN) s += " + " + int_literal(constant, true);
+    for (size_t k = 0; k < terms.size(); ++k)
+      s += (k ? " + " : "") + terms[k];
+    if (terms.empty())
+      return int_literal(constant, true);
+    if (terms.size() == 1 && constant == 0)
+      return strip_parens(s);
+    if (constant > 0)
+      s += " + " + int_literal(constant, true);
+    if (constant < 0 && constant != INT64_MIN)
+      s += " - " + int_literal(-constant, true);
+    if (constant == INT64_MIN)
+      s += " + " + int_literal(constant, true);
     return s;
   }
 
   std::string load(const Expr& e) {
     const BufferView& b = buffer(e->name);
-    std::string v = fmt::format("{}[{}]", names_.buffer(e->name), linear_index(e->operands, b.shape));
+    std::string v =
+        fmt::format("{}[{}]", names_.buffer(e->name), linear_index(e->operands, b.shape));
     if (!b.holds_compute_type && b.dtype == DType::F16) {
       helpers_.need("ut_f16_to_f32");
       v = "ut_f16_to_f32(" + v + ")";
@@ -513,17 +596,22 @@ private:
       helpers_.need("ut_bf16_to_f32");
       v = "ut_bf16_to_f32(" + v + ")";
     }
-    if (!e->guard) return v;
+    if (!e->guard)
+      return v;
     std::vector<std::string> tests;
     for (size_t k = 0; k < e->operands.size(); ++k) {
       const Expr& i = e->operands[k];
       auto r = bounds_of(i, env_);
-      if (!r || r->lo < 0) tests.push_back(fmt::format("{} >= 0", expr(i)));
-      if (!r || r->hi >= b.shape[k]) tests.push_back(fmt::format("{} < {}", expr(i), int_literal(b.shape[k], true)));
+      if (!r || r->lo < 0)
+        tests.push_back(fmt::format("{} >= 0", expr(i)));
+      if (!r || r->hi >= b.shape[k])
+        tests.push_back(fmt::format("{} < {}", expr(i), int_literal(b.shape[k], true)));
     }
-    if (tests.empty()) return v;
+    if (tests.empty())
+      return v;
     std::string cond;
-    for (size_t k = 0; k < tests.size(); ++k) cond += (k ? " && " : "") + tests[k];
+    for (size_t k = 0; k < tests.size(); ++k)
+      cond += (k ? " && " : "") + tests[k];
     return fmt::format("(({}) ? {} : {})", cond, v, converted(e->guard, e->type));
   }
 
@@ -534,9 +622,12 @@ private:
   void stmt(const Stmt& s, bool tail) {
     switch (s->kind) {
     case StmtKind::Block:
-      for (size_t k = 0; k < s->body.size(); ++k) stmt(s->body[k], tail && k + 1 == s->body.size());
+      for (size_t k = 0; k < s->body.size(); ++k)
+        stmt(s->body[k], tail && k + 1 == s->body.size());
       return;
-    case StmtKind::Store: store(*s); return;
+    case StmtKind::Store:
+      store(*s);
+      return;
     case StmtKind::If: {
       line(fmt::format("if ({}) {{", strip_parens(expr(s->cond))));
       nested(s->body[0]);
@@ -547,27 +638,37 @@ private:
       line("}");
       return;
     }
-    case StmtKind::Let: scoped(tail, [&] { let(*s); }); return;
-    case StmtKind::Allocate: scoped(tail, [&] { alloc(*s); }); return;
-    case StmtKind::Barrier:
-      if (multi_thread_) line(std::string(d_.barrier));
+    case StmtKind::Let:
+      scoped(tail, [&] { let(*s); });
       return;
-    case StmtKind::For: for_loop(*s, tail); return;
+    case StmtKind::Allocate:
+      scoped(tail, [&] { alloc(*s); });
+      return;
+    case StmtKind::Barrier:
+      if (multi_thread_)
+        line(std::string(d_.barrier));
+      return;
+    case StmtKind::For:
+      for_loop(*s, tail);
+      return;
     }
   }
 
   static std::string strip_parens(const std::string& s) {
-    if (s.size() < 2 || s.front() != '(' || s.back() != ')') return s;
+    if (s.size() < 2 || s.front() != '(' || s.back() != ')')
+      return s;
     int depth = 0;
     for (size_t k = 0; k + 1 < s.size(); ++k) {
       depth += s[k] == '(' ? 1 : s[k] == ')' ? -1 : 0;
-      if (depth == 0) return s; // the first '(' closes before the end
+      if (depth == 0)
+        return s; // the first '(' closes before the end
     }
     return s.substr(1, s.size() - 2);
   }
 
   template <typename F> void scoped(bool tail, F&& body) {
-    if (tail) return body();
+    if (tail)
+      return body();
     line("{");
     ++indent_;
     body();
@@ -588,16 +689,20 @@ private:
   };
   Saved bind_var(const std::string& v, std::optional<Interval> range) {
     Saved s{std::nullopt, bound_vars_.count(v) > 0};
-    if (auto it = env_.find(v); it != env_.end()) s.range = it->second;
+    if (auto it = env_.find(v); it != env_.end())
+      s.range = it->second;
     env_.erase(v);
-    if (range) env_[v] = *range;
+    if (range)
+      env_[v] = *range;
     bound_vars_.insert(v);
     return s;
   }
   void unbind_var(const std::string& v, const Saved& s) {
     env_.erase(v);
-    if (s.range) env_[v] = *s.range;
-    if (!s.was_bound) bound_vars_.erase(v);
+    if (s.range)
+      env_[v] = *s.range;
+    if (!s.was_bound)
+      bound_vars_.erase(v);
   }
 
   void store(const StmtNode& s) {
@@ -610,10 +715,13 @@ private:
   std::string stored_value(const Expr& value, const BufferView& b) {
     if (b.dtype == DType::F16 || b.dtype == DType::BF16) {
       // A cast to the buffer's own type rounds exactly as the store does: store directly.
-      const Expr& x = value->kind == ExprKind::Cast && value->type == b.dtype ? value->operands[0] : value;
+      const Expr& x =
+          value->kind == ExprKind::Cast && value->type == b.dtype ? value->operands[0] : value;
       std::string v = expr(x);
-      if (compute_type(x->type) != DType::F32) v = fmt::format("(float)({})", v);
-      if (b.holds_compute_type) return x == value ? v : round16(v, b.dtype);
+      if (compute_type(x->type) != DType::F32)
+        v = fmt::format("(float)({})", v);
+      if (b.holds_compute_type)
+        return x == value ? v : round16(v, b.dtype);
       const char* fn = b.dtype == DType::F16 ? "ut_f32_to_f16" : "ut_f32_to_bf16";
       helpers_.need(fn);
       return fmt::format("{}({})", fn, v);
@@ -629,7 +737,8 @@ private:
     }
     std::string value = expr(s.value);
     Saved saved = bind_var(s.var, bounds_of(s.value, env_));
-    line(fmt::format("const {} {} = {};", value_type(s.value->type), names_.var(s.var), strip_parens(value)));
+    line(fmt::format("const {} {} = {};", value_type(s.value->type), names_.var(s.var),
+                     strip_parens(value)));
     stmt(s.body[0], true);
     unbind_var(s.var, saved);
   }
@@ -638,13 +747,15 @@ private:
     UT_INTERNAL_ASSERT(s.scope != MemScope::Global,
                        "global-scope allocation '" + s.buffer + "' inside a func");
     int64_t elems = 1;
-    for (int64_t d : s.shape) elems *= d;
+    for (int64_t d : s.shape)
+      elems *= d;
     elems = std::max<int64_t>(elems, 1);
     bool wide16 = s.dtype == DType::F16 || s.dtype == DType::BF16;
     std::string_view t = wide16 ? value_type(s.dtype) : storage_type(s.dtype);
     auto prev = buffers_.find(s.buffer);
     std::optional<BufferView> shadowed;
-    if (prev != buffers_.end()) shadowed = prev->second;
+    if (prev != buffers_.end())
+      shadowed = prev->second;
     buffers_[s.buffer] = {s.dtype, s.shape, wide16};
     const std::string& name = names_.buffer(s.buffer);
     int64_t bytes = elems * (wide16 ? 4 : dtype_bytes(s.dtype));
@@ -656,7 +767,8 @@ private:
       line(fmt::format("{} {}[{}];", t, name, elems));
     }
     stmt(s.body[0], true);
-    if (heap) line(fmt::format("free({});", name));
+    if (heap)
+      line(fmt::format("free({});", name));
     if (shadowed)
       buffers_[s.buffer] = *shadowed;
     else
@@ -666,7 +778,8 @@ private:
   // The range of a loop's variable, when its bounds are known.
   std::optional<Interval> loop_range(const StmtNode& s) {
     auto lo = bounds_of(s.min, env_), ext = bounds_of(s.extent, env_);
-    if (!lo || !ext || ext->hi < 1) return std::nullopt;
+    if (!lo || !ext || ext->hi < 1)
+      return std::nullopt;
     return Interval{lo->lo, lo->hi + ext->hi - 1};
   }
 
@@ -689,16 +802,20 @@ private:
         }
         bool used = free_names(s.body[0]).vars.count(s.var) > 0;
         Saved saved = bind_var(s.var, range);
-        if (used) line(fmt::format("const int64_t {} = {};", v, value));
+        if (used)
+          line(fmt::format("const int64_t {} = {};", v, value));
         stmt(s.body[0], true);
         unbind_var(s.var, saved);
       });
       return;
     }
-    if (s.for_kind == ForKind::Vectorized && d_.gcc_vector_extensions && vector_loop(s)) return;
+    if (s.for_kind == ForKind::Vectorized && d_.gcc_vector_extensions && vector_loop(s))
+      return;
     if (s.for_kind == ForKind::Unrolled)
-      line(fmt::format("#pragma GCC unroll {}", const_int(s.extent, &ext) ? std::min<int64_t>(ext, 64) : 4));
-    if (s.for_kind == ForKind::Vectorized) line("#pragma GCC ivdep");
+      line(fmt::format("#pragma GCC unroll {}",
+                       const_int(s.extent, &ext) ? std::min<int64_t>(ext, 64) : 4));
+    if (s.for_kind == ForKind::Vectorized)
+      line("#pragma GCC ivdep");
     std::optional<Interval> range = loop_range(s);
     std::string header = loop_header(s, v);
     Saved saved = bind_var(s.var, range);
@@ -725,16 +842,20 @@ private:
   bool vector_loop(const StmtNode& s) {
     auto lookup = [&](const std::string& n) -> std::optional<VectorBufferInfo> {
       auto it = buffers_.find(n);
-      if (it == buffers_.end() || it->second.holds_compute_type) return std::nullopt;
+      if (it == buffers_.end() || it->second.holds_compute_type)
+        return std::nullopt;
       return VectorBufferInfo{it->second.dtype, &it->second.shape};
     };
     auto stores = vector_loop_stores(s, lookup);
-    if (!stores) return false;
+    if (!stores)
+      return false;
     int lanes = hcd_.lanes_for(buffer((*stores)[0]->buffer).dtype);
-    if (lanes < 2 || (lanes & (lanes - 1)) != 0 || lanes > 64) return false;
+    if (lanes < 2 || (lanes & (lanes - 1)) != 0 || lanes > 64)
+      return false;
     int64_t mn = 0, ext = 0;
     bool const_bounds = const_int(s.min, &mn) && const_int(s.extent, &ext);
-    if (const_bounds && ext < lanes) return false;
+    if (const_bounds && ext < lanes)
+      return false;
 
     const std::string& v = names_.var(s.var);
     std::optional<Interval> range = loop_range(s);
@@ -746,8 +867,9 @@ private:
     } else {
       end = names_.fresh("end");
       int64_t zero = 0;
-      std::string hi = const_int(s.min, &zero) && zero == 0 ? strip_parens(expr(s.extent))
-                                                            : fmt::format("{} + {}", expr(s.min), expr(s.extent));
+      std::string hi = const_int(s.min, &zero) && zero == 0
+                           ? strip_parens(expr(s.extent))
+                           : fmt::format("{} + {}", expr(s.min), expr(s.extent));
       line(fmt::format("const int64_t {} = {};", end, hi));
     }
     line(fmt::format("int64_t {} = {};", v, strip_parens(expr(s.min))));
@@ -758,7 +880,8 @@ private:
       const BufferView& b = buffer(st->buffer);
       std::string vt = helpers_.need_vector(b.dtype, lanes);
       line(fmt::format("{}_store(&{}[{}], {});", vt, names_.buffer(st->buffer),
-                       linear_index(st->indices, b.shape), vexpr(st->value, b.dtype, s.var, lanes)));
+                       linear_index(st->indices, b.shape),
+                       vexpr(st->value, b.dtype, s.var, lanes)));
     }
     --indent_;
     line("}");
@@ -774,35 +897,43 @@ private:
   }
 
   std::string convert_vector(const std::string& x, DType from, DType to, int lanes) {
-    if (from == to) return x;
+    if (from == to)
+      return x;
     return fmt::format("__builtin_convertvector({}, {})", x, helpers_.need_vector(to, lanes));
   }
 
   // `e` as a vector of `want` lanes; the loop variable `var` is lane 0's value.
   std::string vexpr(const Expr& e, DType want, const std::string& var, int lanes) {
     std::string vt = helpers_.need_vector(want, lanes);
-    if (!uses_var(e, var)) return fmt::format("{}_splat({})", vt, strip_parens(converted(e, want)));
+    if (!uses_var(e, var))
+      return fmt::format("{}_splat({})", vt, strip_parens(converted(e, want)));
     switch (e->kind) {
     case ExprKind::Access: {
       const BufferView& b = buffer(e->name);
       std::string bt = helpers_.need_vector(b.dtype, lanes);
-      std::string x = fmt::format("{}_load(&{}[{}])", bt, names_.buffer(e->name), linear_index(e->operands, b.shape));
+      std::string x = fmt::format("{}_load(&{}[{}])", bt, names_.buffer(e->name),
+                                  linear_index(e->operands, b.shape));
       return convert_vector(x, b.dtype, want, lanes);
     }
     case ExprKind::Unary:
-      return convert_vector(fmt::format("(-{})", vexpr(e->operands[0], e->type, var, lanes)), e->type, want, lanes);
+      return convert_vector(fmt::format("(-{})", vexpr(e->operands[0], e->type, var, lanes)),
+                            e->type, want, lanes);
     case ExprKind::Binary: {
-      std::string a = vexpr(e->operands[0], e->type, var, lanes), b = vexpr(e->operands[1], e->type, var, lanes);
-      return convert_vector(fmt::format("({} {} {})", a, binary_op_token(e->binary_op), b), e->type, want, lanes);
+      std::string a = vexpr(e->operands[0], e->type, var, lanes),
+                  b = vexpr(e->operands[1], e->type, var, lanes);
+      return convert_vector(fmt::format("({} {} {})", a, binary_op_token(e->binary_op), b), e->type,
+                            want, lanes);
     }
     case ExprKind::Select: {
-      std::string a = vexpr(e->operands[1], e->type, var, lanes), b = vexpr(e->operands[2], e->type, var, lanes);
+      std::string a = vexpr(e->operands[1], e->type, var, lanes),
+                  b = vexpr(e->operands[2], e->type, var, lanes);
       const Expr& c = e->operands[0];
       std::string x;
       if (!uses_var(c, var))
         x = fmt::format("({} ? {} : {})", expr(c), a, b);
       else
-        x = fmt::format("{}_blend({}, {}, {})", helpers_.need_vector(e->type, lanes), vmask(c, e->type, var, lanes), a, b);
+        x = fmt::format("{}_blend({}, {}, {})", helpers_.need_vector(e->type, lanes),
+                        vmask(c, e->type, var, lanes), a, b);
       return convert_vector(x, e->type, want, lanes);
     }
     case ExprKind::Cast: {
@@ -812,10 +943,13 @@ private:
     }
     case ExprKind::Call: {
       std::string et = helpers_.need_vector(e->type, lanes);
-      std::string a = vexpr(e->operands[0], e->type, var, lanes), b = vexpr(e->operands[1], e->type, var, lanes);
-      return convert_vector(fmt::format("{}_{}({}, {})", et, math_fn_name(e->math_fn), a, b), e->type, want, lanes);
+      std::string a = vexpr(e->operands[0], e->type, var, lanes),
+                  b = vexpr(e->operands[1], e->type, var, lanes);
+      return convert_vector(fmt::format("{}_{}({}, {})", et, math_fn_name(e->math_fn), a, b),
+                            e->type, want, lanes);
     }
-    default: break;
+    default:
+      break;
     }
     UT_INTERNAL_ASSERT(false, "expression not printable as a vector: " + to_string(e));
     return {};
@@ -826,13 +960,15 @@ private:
     DType m = vector_mask_elem(t);
     if (!uses_var(c, var))
       return fmt::format("{}_splat({} ? -1 : 0)", helpers_.need_vector(m, lanes), expr(c));
-    if (c->kind == ExprKind::Unary) return fmt::format("(~{})", vmask(c->operands[0], t, var, lanes));
+    if (c->kind == ExprKind::Unary)
+      return fmt::format("(~{})", vmask(c->operands[0], t, var, lanes));
     if (c->binary_op == BinaryOp::And || c->binary_op == BinaryOp::Or)
-      return fmt::format("({} {} {})", vmask(c->operands[0], t, var, lanes), c->binary_op == BinaryOp::And ? "&" : "|",
+      return fmt::format("({} {} {})", vmask(c->operands[0], t, var, lanes),
+                         c->binary_op == BinaryOp::And ? "&" : "|",
                          vmask(c->operands[1], t, var, lanes));
     DType p = promote(c->operands[0]->type, c->operands[1]->type);
-    return fmt::format("({} {} {})", vexpr(c->operands[0], p, var, lanes), binary_op_token(c->binary_op),
-                       vexpr(c->operands[1], p, var, lanes));
+    return fmt::format("({} {} {})", vexpr(c->operands[0], p, var, lanes),
+                       binary_op_token(c->binary_op), vexpr(c->operands[1], p, var, lanes));
   }
 
   const LoopProgram& prog_;
@@ -863,10 +999,11 @@ GeneratedSource print_c_family(const LoopProgram& p, const hcd::Hcd& hcd, const 
     funcs += "\n" + printer.print(f, entry);
     g.entries.push_back(entry);
   }
-  g.code = fmt::format("/* Kernel {} for HCD '{}', generated by unitile (dialect {}). */\n", p.kernel,
-                       hcd.name, d.name);
+  g.code = fmt::format("/* Kernel {} for HCD '{}', generated by unitile (dialect {}). */\n",
+                       p.kernel, hcd.name, d.name);
   g.code += d.prelude;
-  if (!helpers.empty()) g.code += "\n" + helpers.text();
+  if (!helpers.empty())
+    g.code += "\n" + helpers.text();
   g.code += funcs;
   return g;
 }

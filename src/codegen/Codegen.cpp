@@ -9,11 +9,13 @@
 namespace unitile {
 
 GeneratedSource generate_source(const LoopProgram& p, const hcd::Hcd& hcd) {
-  if (hcd.dialect == "c") return codegen::print_c_family(p, hcd, codegen::c_dialect());
+  if (hcd.dialect == "c")
+    return codegen::print_c_family(p, hcd, codegen::c_dialect());
   if (hcd.dialect == "loopir") {
     // The sim device executes Loop IR text; its entries are the funcs' own names.
     GeneratedSource g{"loopir", to_string(p), {}};
-    for (const auto& f : p.funcs) g.entries.push_back(f.name);
+    for (const auto& f : p.funcs)
+      g.entries.push_back(f.name);
     return g;
   }
   Diagnostic d;

@@ -12,49 +12,64 @@ bool uses_var(const Expr& e, const std::string& var) {
 }
 
 std::optional<int64_t> affine_coefficient(const Expr& e, const std::string& var) {
-  if (!uses_var(e, var)) return 0;
+  if (!uses_var(e, var))
+    return 0;
   switch (e->kind) {
-  case ExprKind::Var: return 1;
+  case ExprKind::Var:
+    return 1;
   case ExprKind::Unary: {
-    if (e->unary_op != UnaryOp::Neg) return std::nullopt;
+    if (e->unary_op != UnaryOp::Neg)
+      return std::nullopt;
     auto c = affine_coefficient(e->operands[0], var);
-    if (!c) return std::nullopt;
+    if (!c)
+      return std::nullopt;
     return -*c;
   }
   case ExprKind::Binary: {
     auto a = affine_coefficient(e->operands[0], var), b = affine_coefficient(e->operands[1], var);
-    if (!a || !b) return std::nullopt;
+    if (!a || !b)
+      return std::nullopt;
     switch (e->binary_op) {
-    case BinaryOp::Add: return *a + *b;
-    case BinaryOp::Sub: return *a - *b;
+    case BinaryOp::Add:
+      return *a + *b;
+    case BinaryOp::Sub:
+      return *a - *b;
     case BinaryOp::Mul: {
       const Expr& x = e->operands[0];
       const Expr& y = e->operands[1];
-      if (*a == 0 && x->kind == ExprKind::IntImm) return x->int_value * *b;
-      if (*b == 0 && y->kind == ExprKind::IntImm) return y->int_value * *a;
+      if (*a == 0 && x->kind == ExprKind::IntImm)
+        return x->int_value * *b;
+      if (*b == 0 && y->kind == ExprKind::IntImm)
+        return y->int_value * *a;
       return std::nullopt;
     }
-    default: return std::nullopt;
+    default:
+      return std::nullopt;
     }
   }
   case ExprKind::Cast:
-    if (e->type != DType::I64) return std::nullopt;
+    if (e->type != DType::I64)
+      return std::nullopt;
     return affine_coefficient(e->operands[0], var);
-  default: return std::nullopt;
+  default:
+    return std::nullopt;
   }
 }
 
 AccessStride access_stride(const std::vector<Expr>& indices, const std::vector<int64_t>& shape,
                            const std::string& var) {
-  if (indices.size() != shape.size()) return AccessStride::Other;
+  if (indices.size() != shape.size())
+    return AccessStride::Other;
   int64_t total = 0, stride = 1;
   for (size_t k = indices.size(); k-- > 0;) {
     auto c = affine_coefficient(indices[k], var);
-    if (!c) return AccessStride::Other;
+    if (!c)
+      return AccessStride::Other;
     total += *c * stride;
     stride *= shape[k];
   }
-  if (total == 0) return AccessStride::Invariant;
+  if (total == 0)
+    return AccessStride::Invariant;
   return total == 1 ? AccessStride::Unit : AccessStride::Other;
 }
 
@@ -75,12 +90,15 @@ public:
   bool hazard_free(const Expr& e) const {
     bool ok = true;
     visit(e, [&](const Expr& n) {
-      if (n->kind != ExprKind::Access) return;
+      if (n->kind != ExprKind::Access)
+        return;
       auto it = stored_.find(n->name);
-      if (it == stored_.end()) return;
+      if (it == stored_.end())
+        return;
       const auto& idx = it->second->indices;
       bool same = idx.size() == n->operands.size();
-      for (size_t k = 0; same && k < idx.size(); ++k) same = equal(idx[k], n->operands[k]);
+      for (size_t k = 0; same && k < idx.size(); ++k)
+        same = equal(idx[k], n->operands[k]);
       ok &= same;
     });
     return ok;
@@ -88,12 +106,15 @@ public:
 
   // `e` printed as a vector of `want` lanes.
   bool value(const Expr& e, DType want) const {
-    if (!vector_lane_type(want)) return false;
-    if (!uses_var(e, var_)) return true; // broadcast
+    if (!vector_lane_type(want))
+      return false;
+    if (!uses_var(e, var_))
+      return true; // broadcast
     switch (e->kind) {
     case ExprKind::Access: {
       auto b = buffers_(e->name);
-      if (!b || e->guard || !vector_lane_type(b->dtype)) return false;
+      if (!b || e->guard || !vector_lane_type(b->dtype))
+        return false;
       return access_stride(e->operands, *b->shape, var_) == AccessStride::Unit;
     }
     case ExprKind::Unary:
@@ -103,8 +124,10 @@ public:
       case BinaryOp::Add:
       case BinaryOp::Sub:
       case BinaryOp::Mul:
-      case BinaryOp::Div: return value(e->operands[0], e->type) && value(e->operands[1], e->type);
-      default: return false;
+      case BinaryOp::Div:
+        return value(e->operands[0], e->type) && value(e->operands[1], e->type);
+      default:
+        return false;
       }
     case ExprKind::Select:
       return value(e->operands[1], e->type) && value(e->operands[2], e->type) &&
@@ -112,29 +135,36 @@ public:
     case ExprKind::Cast:
       // float -> int needs the saturating scalar conversion; vector conversions are
       // undefined out of range.
-      if (is_float(e->operands[0]->type) && is_integer(e->type)) return false;
+      if (is_float(e->operands[0]->type) && is_integer(e->type))
+        return false;
       return value(e->operands[0], e->operands[0]->type);
     case ExprKind::Call:
-      if (e->math_fn != MathFn::Min && e->math_fn != MathFn::Max) return false;
+      if (e->math_fn != MathFn::Min && e->math_fn != MathFn::Max)
+        return false;
       return value(e->operands[0], e->type) && value(e->operands[1], e->type);
-    default: return false; // the loop variable itself, immediates are invariant
+    default:
+      return false; // the loop variable itself, immediates are invariant
     }
   }
 
   // Condition `c` as a lane mask for selecting between `lanes`-typed values.
   bool mask(const Expr& c, DType lanes) const {
-    if (!uses_var(c, var_)) return true;
+    if (!uses_var(c, var_))
+      return true;
     switch (c->kind) {
-    case ExprKind::Unary: return c->unary_op == UnaryOp::Not && mask(c->operands[0], lanes);
+    case ExprKind::Unary:
+      return c->unary_op == UnaryOp::Not && mask(c->operands[0], lanes);
     case ExprKind::Binary: {
       if (c->binary_op == BinaryOp::And || c->binary_op == BinaryOp::Or)
         return mask(c->operands[0], lanes) && mask(c->operands[1], lanes);
-      if (!is_comparison(c->binary_op)) return false;
+      if (!is_comparison(c->binary_op))
+        return false;
       DType p = promote(c->operands[0]->type, c->operands[1]->type);
       return dtype_bytes(p) == dtype_bytes(lanes) && value(c->operands[0], p) &&
              value(c->operands[1], p);
     }
-    default: return false;
+    default:
+      return false;
     }
   }
 
@@ -154,7 +184,8 @@ std::optional<std::vector<const StmtNode*>> vector_loop_stores(const StmtNode& l
     stores.push_back(body);
   } else if (body->kind == StmtKind::Block) {
     for (const auto& s : body->body) {
-      if (s->kind != StmtKind::Store) return std::nullopt;
+      if (s->kind != StmtKind::Store)
+        return std::nullopt;
       stores.push_back(s.get());
     }
   } else {
@@ -163,16 +194,21 @@ std::optional<std::vector<const StmtNode*>> vector_loop_stores(const StmtNode& l
   std::map<std::string, const StmtNode*> stored;
   for (const StmtNode* s : stores) {
     auto [it, fresh] = stored.emplace(s->buffer, s);
-    if (!fresh) return std::nullopt; // two stores into one buffer: keep the scalar order
+    if (!fresh)
+      return std::nullopt; // two stores into one buffer: keep the scalar order
   }
   Eligibility check(loop.var, buffers, stored);
   for (const StmtNode* s : stores) {
     auto b = buffers(s->buffer);
-    if (!b || !vector_lane_type(b->dtype)) return std::nullopt;
-    if (access_stride(s->indices, *b->shape, loop.var) != AccessStride::Unit) return std::nullopt;
+    if (!b || !vector_lane_type(b->dtype))
+      return std::nullopt;
+    if (access_stride(s->indices, *b->shape, loop.var) != AccessStride::Unit)
+      return std::nullopt;
     for (const auto& i : s->indices)
-      if (!check.hazard_free(i)) return std::nullopt;
-    if (!check.hazard_free(s->value) || !check.value(s->value, b->dtype)) return std::nullopt;
+      if (!check.hazard_free(i))
+        return std::nullopt;
+    if (!check.hazard_free(s->value) || !check.value(s->value, b->dtype))
+      return std::nullopt;
   }
   return stores;
 }

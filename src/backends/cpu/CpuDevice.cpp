@@ -24,7 +24,8 @@ struct ut_event {
 namespace unitile::cpu {
 
 ut_status fail(ut_error* err, ut_status status, const std::string& message) {
-  if (err) std::snprintf(err->message, sizeof err->message, "%s", message.c_str());
+  if (err)
+    std::snprintf(err->message, sizeof err->message, "%s", message.c_str());
   return status;
 }
 
@@ -51,14 +52,17 @@ unsigned wanted_threads(ut_error* err) {
     errno = 0;
     long long n = std::strtoll(env, &end, 10);
     if (*env == '\0' || *end != '\0' || errno != 0 || n < 1 || n > 4096) {
-      fail(err, UT_ERROR_INVALID,
-           std::string("cpu: UNITILE_NUM_THREADS must be a positive integer (at most 4096), got '") + env + "'");
+      fail(
+          err, UT_ERROR_INVALID,
+          std::string("cpu: UNITILE_NUM_THREADS must be a positive integer (at most 4096), got '") +
+              env + "'");
       return 0;
     }
     return static_cast<unsigned>(n);
   }
   cpu_set_t set;
-  if (sched_getaffinity(0, sizeof set, &set) == 0) return static_cast<unsigned>(std::max(1, CPU_COUNT(&set)));
+  if (sched_getaffinity(0, sizeof set, &set) == 0)
+    return static_cast<unsigned>(std::max(1, CPU_COUNT(&set)));
   return std::max(1u, std::thread::hardware_concurrency());
 }
 
@@ -68,12 +72,14 @@ std::shared_ptr<ThreadPool> pool_for(unsigned threads) {
   static std::mutex mutex;
   static std::shared_ptr<ThreadPool> pool;
   std::lock_guard<std::mutex> lock(mutex);
-  if (!pool || pool->threads() != threads) pool = std::make_shared<ThreadPool>(threads);
+  if (!pool || pool->threads() != threads)
+    pool = std::make_shared<ThreadPool>(threads);
   return pool;
 }
 
 ut_status describe(ut_device_info* info, ut_error* err) {
-  if (!info) return fail(err, UT_ERROR_INVALID, "cpu: describe: info is NULL");
+  if (!info)
+    return fail(err, UT_ERROR_INVALID, "cpu: describe: info is NULL");
   return guarded(err, [&] {
     info->name = "cpu";
     info->hcd_toml = nullptr;
@@ -84,11 +90,14 @@ ut_status describe(ut_device_info* info, ut_error* err) {
 }
 
 ut_status alloc(size_t bytes, ut_buffer** out, ut_error* err) {
-  if (!out) return fail(err, UT_ERROR_INVALID, "cpu: alloc: out is NULL");
+  if (!out)
+    return fail(err, UT_ERROR_INVALID, "cpu: alloc: out is NULL");
   size_t rounded = (bytes + 63) / 64 * 64;
-  if (rounded == 0) rounded = 64;
+  if (rounded == 0)
+    rounded = 64;
   void* data = std::aligned_alloc(64, rounded);
-  if (!data) return fail(err, UT_ERROR_MEMORY, "cpu: cannot allocate " + std::to_string(bytes) + " bytes");
+  if (!data)
+    return fail(err, UT_ERROR_MEMORY, "cpu: cannot allocate " + std::to_string(bytes) + " bytes");
   auto* b = new (std::nothrow) ut_buffer{data, bytes};
   if (!b) {
     std::free(data);
@@ -99,7 +108,8 @@ ut_status alloc(size_t bytes, ut_buffer** out, ut_error* err) {
 }
 
 void free_buffer(ut_buffer* b) {
-  if (!b) return;
+  if (!b)
+    return;
   std::free(b->data);
   delete b;
 }
@@ -108,38 +118,48 @@ bool in_range(const ut_buffer* b, size_t offset, size_t bytes) {
   return b && offset <= b->bytes && bytes <= b->bytes - offset;
 }
 
-ut_status range_error(ut_error* err, const char* call, const ut_buffer* b, size_t offset, size_t bytes) {
-  if (!b) return fail(err, UT_ERROR_INVALID, std::string("cpu: ") + call + ": buffer is NULL");
+ut_status range_error(ut_error* err, const char* call, const ut_buffer* b, size_t offset,
+                      size_t bytes) {
+  if (!b)
+    return fail(err, UT_ERROR_INVALID, std::string("cpu: ") + call + ": buffer is NULL");
   return fail(err, UT_ERROR_INVALID,
               std::string("cpu: ") + call + ": bytes [" + std::to_string(offset) + ", " +
-                  std::to_string(offset + bytes) + ") outside a buffer of " + std::to_string(b->bytes));
+                  std::to_string(offset + bytes) + ") outside a buffer of " +
+                  std::to_string(b->bytes));
 }
 
 ut_status copy_in(ut_buffer* dst, size_t offset, const void* src, size_t bytes, ut_error* err) {
-  if (!in_range(dst, offset, bytes)) return range_error(err, "copy_in", dst, offset, bytes);
-  if (bytes) std::memcpy(static_cast<char*>(dst->data) + offset, src, bytes);
+  if (!in_range(dst, offset, bytes))
+    return range_error(err, "copy_in", dst, offset, bytes);
+  if (bytes)
+    std::memcpy(static_cast<char*>(dst->data) + offset, src, bytes);
   return UT_OK;
 }
 
 ut_status copy_out(void* dst, const ut_buffer* src, size_t offset, size_t bytes, ut_error* err) {
-  if (!in_range(src, offset, bytes)) return range_error(err, "copy_out", src, offset, bytes);
-  if (bytes) std::memcpy(dst, static_cast<const char*>(src->data) + offset, bytes);
-  return UT_OK;
-}
-
-ut_status copy(ut_buffer* dst, size_t dst_offset, const ut_buffer* src, size_t src_offset, size_t bytes,
-               ut_error* err) {
-  if (!in_range(dst, dst_offset, bytes)) return range_error(err, "copy", dst, dst_offset, bytes);
-  if (!in_range(src, src_offset, bytes)) return range_error(err, "copy", src, src_offset, bytes);
+  if (!in_range(src, offset, bytes))
+    return range_error(err, "copy_out", src, offset, bytes);
   if (bytes)
-    std::memmove(static_cast<char*>(dst->data) + dst_offset, static_cast<const char*>(src->data) + src_offset,
-                 bytes);
+    std::memcpy(dst, static_cast<const char*>(src->data) + offset, bytes);
   return UT_OK;
 }
 
-ut_status compile_source(const char* source, const char* options, ut_binary** out, const void** data,
-                         size_t* size, ut_error* err) {
-  if (!source || !out || !data || !size) return fail(err, UT_ERROR_INVALID, "cpu: compile: NULL argument");
+ut_status copy(ut_buffer* dst, size_t dst_offset, const ut_buffer* src, size_t src_offset,
+               size_t bytes, ut_error* err) {
+  if (!in_range(dst, dst_offset, bytes))
+    return range_error(err, "copy", dst, dst_offset, bytes);
+  if (!in_range(src, src_offset, bytes))
+    return range_error(err, "copy", src, src_offset, bytes);
+  if (bytes)
+    std::memmove(static_cast<char*>(dst->data) + dst_offset,
+                 static_cast<const char*>(src->data) + src_offset, bytes);
+  return UT_OK;
+}
+
+ut_status compile_source(const char* source, const char* options, ut_binary** out,
+                         const void** data, size_t* size, ut_error* err) {
+  if (!source || !out || !data || !size)
+    return fail(err, UT_ERROR_INVALID, "cpu: compile: NULL argument");
   return guarded(err, [&] {
     ut_status s = compile(source, options, out, err);
     if (s == UT_OK) {
@@ -150,43 +170,54 @@ ut_status compile_source(const char* source, const char* options, ut_binary** ou
   });
 }
 
-ut_status load_binary(const void* data, size_t size, const char* entry, ut_kernel** out, ut_error* err) {
-  if (!data || !size || !entry || !out) return fail(err, UT_ERROR_INVALID, "cpu: load: NULL or empty argument");
+ut_status load_binary(const void* data, size_t size, const char* entry, ut_kernel** out,
+                      ut_error* err) {
+  if (!data || !size || !entry || !out)
+    return fail(err, UT_ERROR_INVALID, "cpu: load: NULL or empty argument");
   return guarded(err, [&] { return load(data, size, entry, out, err); });
 }
 
-ut_status launch(ut_kernel* kernel, const uint32_t grid[3], const uint32_t block[3], const ut_arg* args,
-                 uint32_t nargs, ut_error* err) {
+ut_status launch(ut_kernel* kernel, const uint32_t grid[3], const uint32_t block[3],
+                 const ut_arg* args, uint32_t nargs, ut_error* err) {
   if (!kernel || !grid || !block || (nargs && !args))
     return fail(err, UT_ERROR_INVALID, "cpu: launch: NULL argument");
   if (block[0] != 1 || block[1] != 1 || block[2] != 1)
-    return fail(err, UT_ERROR_INVALID, "cpu: launch: blocks have one thread on this device, got block {" +
-                                           std::to_string(block[0]) + ", " + std::to_string(block[1]) + ", " +
-                                           std::to_string(block[2]) + "}");
+    return fail(err, UT_ERROR_INVALID,
+                "cpu: launch: blocks have one thread on this device, got block {" +
+                    std::to_string(block[0]) + ", " + std::to_string(block[1]) + ", " +
+                    std::to_string(block[2]) + "}");
   return guarded(err, [&] {
     std::vector<ut_c_arg> c_args(nargs);
     for (uint32_t a = 0; a < nargs; ++a) {
       switch (args[a].kind) {
       case UT_ARG_BUFFER:
         if (!args[a].value.buffer)
-          return fail(err, UT_ERROR_INVALID, "cpu: launch: argument " + std::to_string(a) + " is a NULL buffer");
+          return fail(err, UT_ERROR_INVALID,
+                      "cpu: launch: argument " + std::to_string(a) + " is a NULL buffer");
         c_args[a].p = args[a].value.buffer->data;
         break;
-      case UT_ARG_I64: c_args[a].i = args[a].value.i64; break;
-      case UT_ARG_F64: c_args[a].f = args[a].value.f64; break;
+      case UT_ARG_I64:
+        c_args[a].i = args[a].value.i64;
+        break;
+      case UT_ARG_F64:
+        c_args[a].f = args[a].value.f64;
+        break;
       default:
-        return fail(err, UT_ERROR_INVALID, "cpu: launch: argument " + std::to_string(a) + " has unknown kind " +
-                                               std::to_string(args[a].kind));
+        return fail(err, UT_ERROR_INVALID,
+                    "cpu: launch: argument " + std::to_string(a) + " has unknown kind " +
+                        std::to_string(args[a].kind));
       }
     }
     unsigned threads = wanted_threads(err);
-    if (threads == 0) return UT_ERROR_INVALID;
+    if (threads == 0)
+      return UT_ERROR_INVALID;
     const uint64_t gx = grid[0], gy = grid[1], gz = grid[2], blocks = gx * gy * gz;
     const ut_c_entry_fn fn = kernel->entry;
     const ut_c_arg* argv = c_args.data();
     auto run_blocks = [&](uint64_t first, uint64_t last) {
       for (uint64_t b = first; b < last; ++b)
-        fn(argv, static_cast<uint32_t>(b % gx), static_cast<uint32_t>(b / gx % gy), static_cast<uint32_t>(b / (gx * gy)));
+        fn(argv, static_cast<uint32_t>(b % gx), static_cast<uint32_t>(b / gx % gy),
+           static_cast<uint32_t>(b / (gx * gy)));
     };
     if (threads == 1 || blocks <= 1) {
       run_blocks(0, blocks);
@@ -194,43 +225,60 @@ ut_status launch(ut_kernel* kernel, const uint32_t grid[3], const uint32_t block
     }
     // About four contiguous chunks per thread balance uneven blocks without much overhead.
     const uint64_t chunks = std::min<uint64_t>(blocks, 4ull * threads);
-    pool_for(threads)->run(chunks, [&](uint64_t c) { run_blocks(c * blocks / chunks, (c + 1) * blocks / chunks); });
+    pool_for(threads)->run(
+        chunks, [&](uint64_t c) { run_blocks(c * blocks / chunks, (c + 1) * blocks / chunks); });
     return UT_OK;
   });
 }
 
-ut_status synchronize(ut_error*) { return UT_OK; } // launches are synchronous
+ut_status synchronize(ut_error*) {
+  return UT_OK;
+} // launches are synchronous
 
-ut_status timer(ut_timer_op op, ut_event** event, const ut_event* start, double* elapsed_ms, ut_error* err) {
-  if (!event) return fail(err, UT_ERROR_INVALID, "cpu: timer: event is NULL");
+ut_status timer(ut_timer_op op, ut_event** event, const ut_event* start, double* elapsed_ms,
+                ut_error* err) {
+  if (!event)
+    return fail(err, UT_ERROR_INVALID, "cpu: timer: event is NULL");
   if (op == UT_TIMER_RECORD) {
     auto* e = new (std::nothrow) ut_event{std::chrono::steady_clock::now()};
-    if (!e) return fail(err, UT_ERROR_MEMORY, "cpu: out of host memory");
+    if (!e)
+      return fail(err, UT_ERROR_MEMORY, "cpu: out of host memory");
     *event = e;
     return UT_OK;
   }
-  if (op != UT_TIMER_ELAPSED) return fail(err, UT_ERROR_INVALID, "cpu: timer: unknown op " + std::to_string(op));
-  if (!start || !*event || !elapsed_ms) return fail(err, UT_ERROR_INVALID, "cpu: timer: elapsed needs two events");
+  if (op != UT_TIMER_ELAPSED)
+    return fail(err, UT_ERROR_INVALID, "cpu: timer: unknown op " + std::to_string(op));
+  if (!start || !*event || !elapsed_ms)
+    return fail(err, UT_ERROR_INVALID, "cpu: timer: elapsed needs two events");
   *elapsed_ms = std::chrono::duration<double, std::milli>((*event)->at - start->at).count();
   return UT_OK;
 }
 
 void release(ut_release_kind kind, void* handle) {
-  if (!handle) return;
+  if (!handle)
+    return;
   switch (kind) {
-  case UT_RELEASE_BINARY: delete static_cast<ut_binary*>(handle); return;
-  case UT_RELEASE_KERNEL: unload(static_cast<ut_kernel*>(handle)); return;
-  case UT_RELEASE_EVENT: delete static_cast<ut_event*>(handle); return;
+  case UT_RELEASE_BINARY:
+    delete static_cast<ut_binary*>(handle);
+    return;
+  case UT_RELEASE_KERNEL:
+    unload(static_cast<ut_kernel*>(handle));
+    return;
+  case UT_RELEASE_EVENT:
+    delete static_cast<ut_event*>(handle);
+    return;
   }
 }
 
 const ut_device_api kApi = {
-    UT_DEVICE_ABI_VERSION, 0, describe, alloc, free_buffer, copy_in, copy_out, copy,
-    compile_source,        load_binary, launch, synchronize, timer, release,
+    UT_DEVICE_ABI_VERSION, 0,           describe, alloc,       free_buffer, copy_in, copy_out, copy,
+    compile_source,        load_binary, launch,   synchronize, timer,       release,
 };
 
 } // namespace
 
 } // namespace unitile::cpu
 
-extern "C" UT_PLUGIN_EXPORT const ut_device_api* unitile_device_plugin(void) { return &unitile::cpu::kApi; }
+extern "C" UT_PLUGIN_EXPORT const ut_device_api* unitile_device_plugin(void) {
+  return &unitile::cpu::kApi;
+}

@@ -4,7 +4,8 @@
 namespace unitile::cpu {
 
 ThreadPool::ThreadPool(unsigned threads) {
-  for (unsigned t = 1; t < threads; ++t) workers_.emplace_back([this] { worker(); });
+  for (unsigned t = 1; t < threads; ++t)
+    workers_.emplace_back([this] { worker(); });
 }
 
 ThreadPool::~ThreadPool() {
@@ -13,7 +14,8 @@ ThreadPool::~ThreadPool() {
     stopping_ = true;
   }
   wake_.notify_all();
-  for (auto& w : workers_) w.join();
+  for (auto& w : workers_)
+    w.join();
 }
 
 // Take chunks of the current job until none is left. Called with mutex_ held.
@@ -24,7 +26,8 @@ void ThreadPool::drain() {
     mutex_.unlock();
     (*job)(c);
     mutex_.lock();
-    if (++finished_ == chunks_) done_.notify_all();
+    if (++finished_ == chunks_)
+      done_.notify_all();
   }
 }
 
@@ -33,14 +36,16 @@ void ThreadPool::worker() {
   uint64_t seen = generation_;
   for (;;) {
     wake_.wait(lock, [&] { return stopping_ || generation_ != seen; });
-    if (stopping_) return;
+    if (stopping_)
+      return;
     seen = generation_;
     drain();
   }
 }
 
 void ThreadPool::run(uint64_t chunks, const std::function<void(uint64_t)>& chunk_fn) {
-  if (chunks == 0) return;
+  if (chunks == 0)
+    return;
   std::lock_guard<std::mutex> exclusive(one_job_);
   std::unique_lock<std::mutex> lock(mutex_);
   job_ = &chunk_fn;

@@ -37,7 +37,8 @@ struct Compiled {
     message = err.message;
   }
   ~Compiled() {
-    if (bin) cpu_api()->release(UT_RELEASE_BINARY, bin);
+    if (bin)
+      cpu_api()->release(UT_RELEASE_BINARY, bin);
   }
 };
 
@@ -63,7 +64,8 @@ TEST(CpuDevice, BuffersAreAlignedAndBoundsChecked) {
   ASSERT_EQ(api->alloc(100, &a, &err), UT_OK);
   ASSERT_EQ(api->alloc(100, &b, &err), UT_OK);
   std::vector<uint8_t> host(100);
-  for (size_t k = 0; k < host.size(); ++k) host[k] = static_cast<uint8_t>(k);
+  for (size_t k = 0; k < host.size(); ++k)
+    host[k] = static_cast<uint8_t>(k);
   EXPECT_EQ(api->copy_in(a, 0, host.data(), 100, &err), UT_OK);
   EXPECT_EQ(api->copy(b, 10, a, 0, 90, &err), UT_OK);
   std::vector<uint8_t> back(90);
@@ -124,7 +126,8 @@ void check_grid(ut_kernel* k, uint32_t gx, uint32_t gy, uint32_t gz) {
   for (uint32_t z = 0; z < gz; ++z)
     for (uint32_t y = 0; y < gy; ++y)
       for (uint32_t x = 0; x < gx; ++x)
-        ASSERT_EQ(got[(size_t{z} * gy + y) * gx + x], 1001 + x + 10 * y + 100 * z) << x << "," << y << "," << z;
+        ASSERT_EQ(got[(size_t{z} * gy + y) * gx + x], 1001 + x + 10 * y + 100 * z)
+            << x << "," << y << "," << z;
 }
 
 TEST(CpuDevice, EveryBlockRunsOnceForAnyThreadCount) {
@@ -181,7 +184,8 @@ TEST(CpuDevice, SeveralLoadedBinariesStayDistinct) {
   ASSERT_NE(cpu_api(), nullptr);
   auto source = [](int value) {
     return std::string("#include <stdint.h>\n") + UT_C_DIALECT_ABI_TEXT +
-           "\n__attribute__((visibility(\"default\"))) void ut_entry_f(const ut_c_arg* a, uint32_t x, "
+           "\n__attribute__((visibility(\"default\"))) void ut_entry_f(const ut_c_arg* a, uint32_t "
+           "x, "
            "uint32_t y, uint32_t z) { *(int64_t*)a[0].p = " +
            std::to_string(value) + "; }\n";
   };

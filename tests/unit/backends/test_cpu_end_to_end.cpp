@@ -22,16 +22,27 @@ hcd::Hcd host(int vector_bits = 256) {
   return h;
 }
 
-Expr v(const std::string& n) { return var(n); }
-Expr i64(int64_t x) { return int_imm(x); }
-Expr add(Expr a, Expr b) { return binary(BinaryOp::Add, std::move(a), std::move(b)); }
-Expr sub(Expr a, Expr b) { return binary(BinaryOp::Sub, std::move(a), std::move(b)); }
-Expr mul(Expr a, Expr b) { return binary(BinaryOp::Mul, std::move(a), std::move(b)); }
+Expr v(const std::string& n) {
+  return var(n);
+}
+Expr i64(int64_t x) {
+  return int_imm(x);
+}
+Expr add(Expr a, Expr b) {
+  return binary(BinaryOp::Add, std::move(a), std::move(b));
+}
+Expr sub(Expr a, Expr b) {
+  return binary(BinaryOp::Sub, std::move(a), std::move(b));
+}
+Expr mul(Expr a, Expr b) {
+  return binary(BinaryOp::Mul, std::move(a), std::move(b));
+}
 Expr ld(const std::string& b, std::vector<Expr> idx, DType t = DType::F32, Expr guard = nullptr) {
   return access(b, std::move(idx), t, std::move(guard));
 }
 
-LoopProgram program(std::vector<LoopBuffer> buffers, Stmt body, std::vector<ParamDecl> params = {}) {
+LoopProgram program(std::vector<LoopBuffer> buffers, Stmt body,
+                    std::vector<ParamDecl> params = {}) {
   LoopProgram p;
   p.kernel = "EndToEnd";
   p.buffers = std::move(buffers);
@@ -42,7 +53,8 @@ LoopProgram program(std::vector<LoopBuffer> buffers, Stmt body, std::vector<Para
 
 std::vector<float> ramp(size_t n, float scale, float offset) {
   std::vector<float> x(n);
-  for (size_t k = 0; k < n; ++k) x[k] = std::sin(static_cast<float>(k) * scale) + offset;
+  for (size_t k = 0; k < n; ++k)
+    x[k] = std::sin(static_cast<float>(k) * scale) + offset;
   return x;
 }
 
@@ -52,14 +64,16 @@ TEST(CpuEndToEnd, Matmul) {
   ASSERT_NE(cpu_api(), nullptr);
   const int64_t M = 17, K = 33, N = 9;
   // C[i,j] = sum_k A[i,k] * B[k,j]: rows on the grid, a register accumulator.
-  Stmt step = store("acc", {i64(0)}, add(ld("acc", {i64(0)}), mul(ld("A", {v("i"), v("k")}), ld("B", {v("k"), v("j")}))));
-  Stmt body = for_loop(
-      "i", i64(0), i64(M), ForKind::GridX,
-      for_loop("j", i64(0), i64(N), ForKind::Serial,
-               allocate("acc", DType::F32, {1}, MemScope::Register,
-                        block({store("acc", {i64(0)}, float_imm(0)),
-                               for_loop("k", i64(0), i64(K), ForKind::Serial, step),
-                               store("C", {v("i"), v("j")}, ld("acc", {i64(0)}))}))));
+  Stmt step =
+      store("acc", {i64(0)},
+            add(ld("acc", {i64(0)}), mul(ld("A", {v("i"), v("k")}), ld("B", {v("k"), v("j")}))));
+  Stmt body =
+      for_loop("i", i64(0), i64(M), ForKind::GridX,
+               for_loop("j", i64(0), i64(N), ForKind::Serial,
+                        allocate("acc", DType::F32, {1}, MemScope::Register,
+                                 block({store("acc", {i64(0)}, float_imm(0)),
+                                        for_loop("k", i64(0), i64(K), ForKind::Serial, step),
+                                        store("C", {v("i"), v("j")}, ld("acc", {i64(0)}))}))));
   LoopProgram p = program({{"A", DType::F32, {M, K}, TensorRole::Input},
                            {"B", DType::F32, {K, N}, TensorRole::Input},
                            {"C", DType::F32, {M, N}, TensorRole::Output}},
@@ -70,7 +84,8 @@ TEST(CpuEndToEnd, Matmul) {
   for (int64_t i = 0; i < M; ++i)
     for (int64_t j = 0; j < N; ++j) {
       float acc = 0;
-      for (int64_t k = 0; k < K; ++k) acc += a[i * K + k] * b[k * N + j];
+      for (int64_t k = 0; k < K; ++k)
+        acc += a[i * K + k] * b[k * N + j];
       want[i * N + j] = acc;
     }
   for (const char* threads : kThreadCounts) {
@@ -79,7 +94,8 @@ TEST(CpuEndToEnd, Matmul) {
     ASSERT_EQ(m.run({A.arg(), B.arg(), C.arg()}), UT_OK);
     std::vector<float> got = C.read<float>();
     for (size_t k = 0; k < want.size(); ++k)
-      ASSERT_NEAR(got[k], want[k], 1e-5f * (1 + std::fabs(want[k]))) << "element " << k << ", threads " << threads;
+      ASSERT_NEAR(got[k], want[k], 1e-5f * (1 + std::fabs(want[k])))
+          << "element " << k << ", threads " << threads;
   }
 }
 
@@ -88,8 +104,10 @@ TEST(CpuEndToEnd, GuardedConvolutionRows) {
   // O[h,x] = sum_r (I[h, 2x + r - 2] ?? 0.5) * W[r]: stride 2, padding 2, a non-zero pad.
   const int64_t H = 6, Wd = 13, R = 5, S = 2, P = 2, Wo = (Wd + 2 * P - R) / S + 1;
   Expr idx = sub(add(mul(v("x"), i64(S)), v("r")), i64(P));
-  Stmt step = store("O", {v("h"), v("x")},
-                    add(ld("O", {v("h"), v("x")}), mul(ld("I", {v("h"), idx}, DType::F32, float_imm(0.5)), ld("W", {v("r")}))));
+  Stmt step =
+      store("O", {v("h"), v("x")},
+            add(ld("O", {v("h"), v("x")}),
+                mul(ld("I", {v("h"), idx}, DType::F32, float_imm(0.5)), ld("W", {v("r")}))));
   Stmt body = for_loop("h", i64(0), i64(H), ForKind::GridX,
                        for_loop("x", i64(0), i64(Wo), ForKind::Serial,
                                 block({store("O", {v("h"), v("x")}, float_imm(0)),
@@ -100,7 +118,8 @@ TEST(CpuEndToEnd, GuardedConvolutionRows) {
                           body);
   Module m(p, generate_source(p, host()));
   ASSERT_TRUE(m.ok());
-  std::vector<float> in = ramp(H * Wd, 0.7f, 0.0f), w = {0.5f, -1.0f, 2.0f, 0.25f, 1.5f}, want(H * Wo, 0.0f);
+  std::vector<float> in = ramp(H * Wd, 0.7f, 0.0f), w = {0.5f, -1.0f, 2.0f, 0.25f, 1.5f},
+                     want(H * Wo, 0.0f);
   for (int64_t h = 0; h < H; ++h)
     for (int64_t x = 0; x < Wo; ++x)
       for (int64_t r = 0; r < R; ++r) {
@@ -112,17 +131,20 @@ TEST(CpuEndToEnd, GuardedConvolutionRows) {
     Buffer I(in), W(w), O{std::vector<float>(H * Wo, 9.0f)};
     ASSERT_EQ(m.run({I.arg(), W.arg(), O.arg()}), UT_OK);
     std::vector<float> got = O.read<float>();
-    for (size_t k = 0; k < want.size(); ++k) ASSERT_NEAR(got[k], want[k], 1e-5f) << "element " << k;
+    for (size_t k = 0; k < want.size(); ++k)
+      ASSERT_NEAR(got[k], want[k], 1e-5f) << "element " << k;
   }
 }
 
 // Bit patterns that cover every f32 exponent with assorted mantissas, plus the edges.
 std::vector<uint32_t> float_patterns() {
   std::vector<uint32_t> bits;
-  for (uint64_t x = 0; x <= 0xffffffffull; x += 40009) bits.push_back(static_cast<uint32_t>(x));
-  for (uint32_t edge : {0x00000000u, 0x80000000u, 0x7f800000u, 0xff800000u, 0x7fc00000u, 0x7f800001u, 0xffffffffu,
-                        0x477ff000u, 0x477fefffu, 0x477ff001u, 0x38800000u, 0x387fffffu, 0x33000000u, 0x33000001u,
-                        0x33800000u, 0x3f800000u, 0x3f801000u, 0x3f803000u, 0x3f808000u, 0x3f818000u, 0x00000001u})
+  for (uint64_t x = 0; x <= 0xffffffffull; x += 40009)
+    bits.push_back(static_cast<uint32_t>(x));
+  for (uint32_t edge :
+       {0x00000000u, 0x80000000u, 0x7f800000u, 0xff800000u, 0x7fc00000u, 0x7f800001u, 0xffffffffu,
+        0x477ff000u, 0x477fefffu, 0x477ff001u, 0x38800000u, 0x387fffffu, 0x33000000u, 0x33000001u,
+        0x33800000u, 0x3f800000u, 0x3f801000u, 0x3f803000u, 0x3f808000u, 0x3f818000u, 0x00000001u})
     bits.push_back(edge);
   return bits;
 }
@@ -132,11 +154,12 @@ TEST(CpuEndToEnd, HalfStoresAndLoadsMatchTheSimBitForBit) {
   std::vector<uint32_t> bits = float_patterns();
   const int64_t n = static_cast<int64_t>(bits.size());
   // H[i] = f16(X[i]); G[i] = bf16(X[i]); Y[i] = f32(H[i]); Z[i] = f32(G[i])
-  Stmt body = for_loop("i", i64(0), i64(n), ForKind::Serial,
-                       block({store("H", {v("i")}, cast(DType::F16, ld("X", {v("i")}))),
-                              store("G", {v("i")}, cast(DType::BF16, ld("X", {v("i")}))),
-                              store("Y", {v("i")}, cast(DType::F32, ld("H", {v("i")}, DType::F16))),
-                              store("Z", {v("i")}, cast(DType::F32, ld("G", {v("i")}, DType::BF16)))}));
+  Stmt body =
+      for_loop("i", i64(0), i64(n), ForKind::Serial,
+               block({store("H", {v("i")}, cast(DType::F16, ld("X", {v("i")}))),
+                      store("G", {v("i")}, cast(DType::BF16, ld("X", {v("i")}))),
+                      store("Y", {v("i")}, cast(DType::F32, ld("H", {v("i")}, DType::F16))),
+                      store("Z", {v("i")}, cast(DType::F32, ld("G", {v("i")}, DType::BF16)))}));
   LoopProgram p = program({{"X", DType::F32, {n}, TensorRole::Input},
                            {"H", DType::F16, {n}, TensorRole::Output},
                            {"G", DType::BF16, {n}, TensorRole::Output},
@@ -156,8 +179,10 @@ TEST(CpuEndToEnd, HalfStoresAndLoadsMatchTheSimBitForBit) {
   for (int64_t k = 0; k < n; ++k) {
     ASSERT_EQ(h[k], sim::f32_to_f16_bits(x[k])) << std::hex << "f32 bits 0x" << bits[k];
     ASSERT_EQ(g[k], sim::f32_to_bf16_bits(x[k])) << std::hex << "f32 bits 0x" << bits[k];
-    ASSERT_EQ(std::bit_cast<uint32_t>(y[k]), std::bit_cast<uint32_t>(sim::f16_bits_to_f32(h[k]))) << std::hex << h[k];
-    ASSERT_EQ(std::bit_cast<uint32_t>(z[k]), std::bit_cast<uint32_t>(sim::bf16_bits_to_f32(g[k]))) << std::hex << g[k];
+    ASSERT_EQ(std::bit_cast<uint32_t>(y[k]), std::bit_cast<uint32_t>(sim::f16_bits_to_f32(h[k])))
+        << std::hex << h[k];
+    ASSERT_EQ(std::bit_cast<uint32_t>(z[k]), std::bit_cast<uint32_t>(sim::bf16_bits_to_f32(g[k])))
+        << std::hex << g[k];
   }
 }
 
@@ -165,16 +190,20 @@ TEST(CpuEndToEnd, EveryHalfWidensExactly) {
   ASSERT_NE(cpu_api(), nullptr);
   Stmt body = for_loop("i", i64(0), i64(65536), ForKind::Serial,
                        store("Y", {v("i")}, cast(DType::F32, ld("H", {v("i")}, DType::F16))));
-  LoopProgram p = program({{"H", DType::F16, {65536}, TensorRole::Input}, {"Y", DType::F32, {65536}, TensorRole::Output}}, body);
+  LoopProgram p = program({{"H", DType::F16, {65536}, TensorRole::Input},
+                           {"Y", DType::F32, {65536}, TensorRole::Output}},
+                          body);
   Module m(p, generate_source(p, host()));
   ASSERT_TRUE(m.ok());
   std::vector<uint16_t> all(65536);
-  for (uint32_t k = 0; k < 65536; ++k) all[k] = static_cast<uint16_t>(k);
+  for (uint32_t k = 0; k < 65536; ++k)
+    all[k] = static_cast<uint16_t>(k);
   Buffer H(all), Y{std::vector<float>(65536)};
   ASSERT_EQ(m.run({H.arg(), Y.arg()}), UT_OK);
   std::vector<float> y = Y.read<float>();
   for (uint32_t k = 0; k < 65536; ++k)
-    ASSERT_EQ(std::bit_cast<uint32_t>(y[k]), std::bit_cast<uint32_t>(sim::f16_bits_to_f32(all[k]))) << std::hex << k;
+    ASSERT_EQ(std::bit_cast<uint32_t>(y[k]), std::bit_cast<uint32_t>(sim::f16_bits_to_f32(all[k])))
+        << std::hex << k;
 }
 
 TEST(CpuEndToEnd, VectorizedElementwiseWithTail) {
@@ -183,7 +212,8 @@ TEST(CpuEndToEnd, VectorizedElementwiseWithTail) {
   // 43 elements, so the vector loop (8 lanes) leaves a scalar tail of 3.
   const int64_t n = 1003, chunk = 64, blocks = (n + chunk - 1) / chunk;
   Expr i = add(mul(v("b"), i64(chunk)), v("t"));
-  Expr value = call(MathFn::Max, {add(mul(ld("A", {i}), var("alpha", DType::F32)), ld("B", {i})), float_imm(0)});
+  Expr value = call(MathFn::Max,
+                    {add(mul(ld("A", {i}), var("alpha", DType::F32)), ld("B", {i})), float_imm(0)});
   Expr extent = call(MathFn::Min, {i64(chunk), sub(i64(n), mul(v("b"), i64(chunk)))});
   Stmt body = for_loop("b", i64(0), i64(blocks), ForKind::GridX,
                        for_loop("t", i64(0), extent, ForKind::Vectorized, store("Y", {i}, value)));

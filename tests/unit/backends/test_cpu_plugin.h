@@ -19,7 +19,8 @@ inline const ut_device_api* cpu_api() {
   static const ut_device_api* api = [] {
     std::string path = std::string(UNITILE_PLUGIN_DIR) + "/libunitile-device-cpu.so";
     void* lib = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (!lib) return static_cast<const ut_device_api*>(nullptr);
+    if (!lib)
+      return static_cast<const ut_device_api*>(nullptr);
     auto fn = reinterpret_cast<ut_device_plugin_fn>(dlsym(lib, UT_DEVICE_PLUGIN_SYMBOL));
     return fn ? fn() : nullptr;
   }();
@@ -29,7 +30,8 @@ inline const ut_device_api* cpu_api() {
 /// A device buffer holding a copy of a host vector.
 class Buffer {
 public:
-  template <typename T> explicit Buffer(const std::vector<T>& host) : bytes_(host.size() * sizeof(T)) {
+  template <typename T>
+  explicit Buffer(const std::vector<T>& host) : bytes_(host.size() * sizeof(T)) {
     ut_error err{};
     EXPECT_EQ(cpu_api()->alloc(bytes_, &buf_, &err), UT_OK) << err.message;
     EXPECT_EQ(cpu_api()->copy_in(buf_, 0, host.data(), bytes_, &err), UT_OK) << err.message;
@@ -84,7 +86,8 @@ public:
     size_t size = 0;
     ut_status s = cpu_api()->compile(src.code.c_str(), options.c_str(), &bin, &data, &size, &err);
     EXPECT_EQ(s, UT_OK) << err.message << "\n--- source ---\n" << src.code;
-    if (s != UT_OK) return;
+    if (s != UT_OK)
+      return;
     for (const auto& e : src.entries) {
       ut_kernel* k = nullptr;
       EXPECT_EQ(cpu_api()->load(data, size, e.c_str(), &k, &err), UT_OK) << err.message;
@@ -93,7 +96,8 @@ public:
     cpu_api()->release(UT_RELEASE_BINARY, bin);
   }
   ~Module() {
-    for (ut_kernel* k : kernels_) cpu_api()->release(UT_RELEASE_KERNEL, k);
+    for (ut_kernel* k : kernels_)
+      cpu_api()->release(UT_RELEASE_KERNEL, k);
   }
   Module(const Module&) = delete;
   Module& operator=(const Module&) = delete;
@@ -108,7 +112,8 @@ public:
       ut_status s = cpu_api()->launch(kernels_[f], d.grid.data(), d.block.data(), args.data(),
                                       static_cast<uint32_t>(args.size()), &err);
       if (s != UT_OK) {
-        if (message) *message = err.message;
+        if (message)
+          *message = err.message;
         return s;
       }
     }
@@ -124,7 +129,8 @@ private:
 class ScopedEnv {
 public:
   ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old, had_ = true;
+    if (const char* old = std::getenv(name))
+      old_ = old, had_ = true;
     setenv(name, value, 1);
   }
   ~ScopedEnv() {

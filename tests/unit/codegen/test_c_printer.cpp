@@ -27,11 +27,21 @@ hcd::Hcd test_hcd(int vector_bits = 256) {
   return h;
 }
 
-Expr v(const std::string& n) { return var(n); }
-Expr i64(int64_t x) { return int_imm(x); }
-Expr add(Expr a, Expr b) { return binary(BinaryOp::Add, std::move(a), std::move(b)); }
-Expr sub(Expr a, Expr b) { return binary(BinaryOp::Sub, std::move(a), std::move(b)); }
-Expr mul(Expr a, Expr b) { return binary(BinaryOp::Mul, std::move(a), std::move(b)); }
+Expr v(const std::string& n) {
+  return var(n);
+}
+Expr i64(int64_t x) {
+  return int_imm(x);
+}
+Expr add(Expr a, Expr b) {
+  return binary(BinaryOp::Add, std::move(a), std::move(b));
+}
+Expr sub(Expr a, Expr b) {
+  return binary(BinaryOp::Sub, std::move(a), std::move(b));
+}
+Expr mul(Expr a, Expr b) {
+  return binary(BinaryOp::Mul, std::move(a), std::move(b));
+}
 Expr ld(const std::string& buf, std::vector<Expr> idx, DType t = DType::F32, Expr guard = nullptr) {
   return access(buf, std::move(idx), t, std::move(guard));
 }
@@ -39,7 +49,8 @@ Stmt loop(const std::string& name, int64_t min, int64_t extent, ForKind k, Stmt 
   return for_loop(name, i64(min), i64(extent), k, std::move(body));
 }
 
-LoopProgram program(std::vector<LoopBuffer> buffers, Stmt body, std::vector<ParamDecl> params = {}) {
+LoopProgram program(std::vector<LoopBuffer> buffers, Stmt body,
+                    std::vector<ParamDecl> params = {}) {
   LoopProgram p;
   p.kernel = "Test";
   p.buffers = std::move(buffers);
@@ -51,8 +62,9 @@ LoopProgram program(std::vector<LoopBuffer> buffers, Stmt body, std::vector<Para
 // C[i,j] = sum_k A[i,k] * B[k,j], rows on the grid, accumulating in a register.
 LoopProgram matmul(int64_t M, int64_t K, int64_t N) {
   Stmt acc_init = store("acc", {i64(0)}, float_imm(0));
-  Stmt acc_step = store("acc", {i64(0)},
-                        add(ld("acc", {i64(0)}), mul(ld("A", {v("i"), v("k")}), ld("B", {v("k"), v("j")}))));
+  Stmt acc_step =
+      store("acc", {i64(0)},
+            add(ld("acc", {i64(0)}), mul(ld("A", {v("i"), v("k")}), ld("B", {v("k"), v("j")}))));
   Stmt body = loop("i", 0, M, ForKind::GridX,
                    loop("j", 0, N, ForKind::Serial,
                         allocate("acc", DType::F32, {1}, MemScope::Register,
@@ -67,11 +79,12 @@ LoopProgram matmul(int64_t M, int64_t K, int64_t N) {
 // Compile `code` with the host compiler as the cpu plugin would, warnings as errors.
 std::string compile_errors(const std::string& code) {
   char dir[] = "/tmp/unitile-codegen-test-XXXXXX";
-  if (!mkdtemp(dir)) return "mkdtemp failed";
+  if (!mkdtemp(dir))
+    return "mkdtemp failed";
   std::string src = std::string(dir) + "/k.c", log = std::string(dir) + "/log.txt";
   std::ofstream(src) << code;
-  std::string cmd = "cc -std=gnu11 -O3 -Wall -Wextra -Wno-unused-parameter -Werror -fsyntax-only " + src +
-                    " > " + log + " 2>&1";
+  std::string cmd = "cc -std=gnu11 -O3 -Wall -Wextra -Wno-unused-parameter -Werror -fsyntax-only " +
+                    src + " > " + log + " 2>&1";
   int rc = std::system(cmd.c_str());
   std::ifstream in(log);
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -86,7 +99,9 @@ TEST(CPrinter, MatmulBindsGridLoopAndLinearisesIndices) {
   EXPECT_EQ(g.dialect, "c");
   ASSERT_EQ(g.entries, std::vector<std::string>{UT_C_ENTRY_PREFIX "main"});
   const std::string& c = g.code;
-  EXPECT_THAT(c, HasSubstr("void ut_entry_main(const ut_c_arg* args, uint32_t bx, uint32_t by, uint32_t bz)"));
+  EXPECT_THAT(
+      c,
+      HasSubstr("void ut_entry_main(const ut_c_arg* args, uint32_t bx, uint32_t by, uint32_t bz)"));
   EXPECT_THAT(c, HasSubstr("typedef union ut_c_arg { void* p; int64_t i; double f; } ut_c_arg;"));
   EXPECT_THAT(c, HasSubstr("const float* restrict A = (const float*)args[0].p;"));
   EXPECT_THAT(c, HasSubstr("float* restrict C = (float*)args[2].p;"));
@@ -101,8 +116,9 @@ TEST(CPrinter, MatmulBindsGridLoopAndLinearisesIndices) {
 
 TEST(CPrinter, UnusedBuffersAndGridVariablesAreNotDeclared) {
   Stmt body = loop("b", 0, 3, ForKind::GridX, store("Y", {i64(0)}, float_imm(1.5)));
-  LoopProgram p = program({{"X", DType::F32, {4}, TensorRole::Input}, {"Y", DType::F32, {1}, TensorRole::Output}},
-                          body);
+  LoopProgram p = program(
+      {{"X", DType::F32, {4}, TensorRole::Input}, {"Y", DType::F32, {1}, TensorRole::Output}},
+      body);
   std::string c = generate_source(p, test_hcd()).code;
   EXPECT_THAT(c, Not(HasSubstr("args[0]")));
   EXPECT_THAT(c, Not(HasSubstr("const int64_t b")));
@@ -117,15 +133,16 @@ TEST(CPrinter, GuardedReadTestsOnlyWhatCanFail) {
     Stmt body = loop("x", x_min, x_extent, ForKind::Serial,
                      loop("r", 0, 3, ForKind::Serial,
                           store("O", {v("x")},
-                                add(ld("O", {v("x")}),
-                                    mul(ld("I", {idx}, DType::F32, float_imm(0)), ld("W", {v("r")}))))));
+                                add(ld("O", {v("x")}), mul(ld("I", {idx}, DType::F32, float_imm(0)),
+                                                           ld("W", {v("r")}))))));
     return program({{"I", DType::F32, {10}, TensorRole::Input},
                     {"W", DType::F32, {3}, TensorRole::Input},
                     {"O", DType::F32, {10}, TensorRole::Output}},
                    body);
   };
   std::string edge = generate_source(conv(0, 10), test_hcd()).code;
-  EXPECT_THAT(edge, HasSubstr("((((x + r) - 1) >= 0 && ((x + r) - 1) < 10) ? I[(x + r) - 1] : 0.0f)"));
+  EXPECT_THAT(edge,
+              HasSubstr("((((x + r) - 1) >= 0 && ((x + r) - 1) < 10) ? I[(x + r) - 1] : 0.0f)"));
   EXPECT_EQ(compile_errors(edge), "");
   // Interior points never leave I: no test at all.
   std::string interior = generate_source(conv(1, 8), test_hcd()).code;
@@ -135,9 +152,10 @@ TEST(CPrinter, GuardedReadTestsOnlyWhatCanFail) {
 
 TEST(CPrinter, F16StorageConvertsAtLoadsAndStores) {
   // Y[i] = f16(X[i] * 2) ; Z[i] = Y[i] + 1 (f16 arithmetic happens in float)
-  Stmt body = loop("i", 0, 8, ForKind::Serial,
-                   block({store("Y", {v("i")}, cast(DType::F16, mul(ld("X", {v("i")}), float_imm(2)))),
-                          store("Z", {v("i")}, add(ld("Y", {v("i")}, DType::F16), float_imm(1, DType::F16)))}));
+  Stmt body = loop(
+      "i", 0, 8, ForKind::Serial,
+      block({store("Y", {v("i")}, cast(DType::F16, mul(ld("X", {v("i")}), float_imm(2)))),
+             store("Z", {v("i")}, add(ld("Y", {v("i")}, DType::F16), float_imm(1, DType::F16)))}));
   LoopProgram p = program({{"X", DType::F32, {8}, TensorRole::Input},
                            {"Y", DType::F16, {8}, TensorRole::Output},
                            {"Z", DType::BF16, {8}, TensorRole::Output}},
@@ -170,8 +188,9 @@ TEST(CPrinter, VectorizedElementwiseLoopHasVectorBodyAndScalarTail) {
   EXPECT_THAT(c, HasSubstr("typedef float ut_v8f32 __attribute__((vector_size(32)));"));
   EXPECT_THAT(c, HasSubstr("const float alpha = (float)args[3].f;"));
   EXPECT_THAT(c, HasSubstr("for (; i + 8 <= 19; i += 8) {"));
-  EXPECT_THAT(c, HasSubstr("ut_v8f32_store(&Y[i], ((ut_v8f32_load(&A[i]) * ut_v8f32_splat(alpha)) + "
-                           "ut_v8f32_load(&B[i])));"));
+  EXPECT_THAT(c,
+              HasSubstr("ut_v8f32_store(&Y[i], ((ut_v8f32_load(&A[i]) * ut_v8f32_splat(alpha)) + "
+                        "ut_v8f32_load(&B[i])));"));
   EXPECT_THAT(c, HasSubstr("for (; i < 19; ++i) {"));
   EXPECT_THAT(c, HasSubstr("Y[i] = (A[i] * alpha) + B[i];"));
   EXPECT_EQ(compile_errors(c), "");
@@ -199,16 +218,23 @@ TEST(CPrinter, VectorSelectMinMaxAndCasts) {
                           loop("i", 0, 12, ForKind::Vectorized,
                                block({store("Y", {v("i")}, relu), store("Z", {v("i")}, pick)})));
   std::string c = generate_source(p, test_hcd(128)).code;
-  EXPECT_THAT(c, HasSubstr("ut_v4f32_store(&Y[i], ut_v4f32_max(ut_v4f32_load(&A[i]), ut_v4f32_splat(0.0f)));"));
-  EXPECT_THAT(c, HasSubstr("__builtin_convertvector(ut_v4f32_blend((ut_v4f32_load(&A[i]) < ut_v4f32_splat(1.0f))"));
+  EXPECT_THAT(
+      c, HasSubstr(
+             "ut_v4f32_store(&Y[i], ut_v4f32_max(ut_v4f32_load(&A[i]), ut_v4f32_splat(0.0f)));"));
+  EXPECT_THAT(
+      c,
+      HasSubstr(
+          "__builtin_convertvector(ut_v4f32_blend((ut_v4f32_load(&A[i]) < ut_v4f32_splat(1.0f))"));
   EXPECT_THAT(c, HasSubstr("ut_v4f64"));
   EXPECT_EQ(compile_errors(c), "");
 }
 
 TEST(CPrinter, VectorizedLoopWithMathCallFallsBackToScalar) {
-  Stmt body = loop("i", 0, 16, ForKind::Vectorized, store("Y", {v("i")}, call(MathFn::Exp, {ld("A", {v("i")})})));
-  LoopProgram p = program({{"A", DType::F32, {16}, TensorRole::Input}, {"Y", DType::F32, {16}, TensorRole::Output}},
-                          body);
+  Stmt body = loop("i", 0, 16, ForKind::Vectorized,
+                   store("Y", {v("i")}, call(MathFn::Exp, {ld("A", {v("i")})})));
+  LoopProgram p = program(
+      {{"A", DType::F32, {16}, TensorRole::Input}, {"Y", DType::F32, {16}, TensorRole::Output}},
+      body);
   std::string c = generate_source(p, test_hcd()).code;
   EXPECT_THAT(c, HasSubstr("#pragma GCC ivdep\n  for (int64_t i = 0; i < 16; ++i) {"));
   EXPECT_THAT(c, HasSubstr("Y[i] = expf(A[i]);"));
@@ -217,13 +243,15 @@ TEST(CPrinter, VectorizedLoopWithMathCallFallsBackToScalar) {
 
 TEST(CPrinter, VectorizedLoopReadingItsOwnOutputElsewhereStaysScalar) {
   // Y[i] = Y[0] + 1 would read lane 0 after the scalar loop wrote it: not vectorizable.
-  Stmt body = loop("i", 0, 16, ForKind::Vectorized, store("Y", {v("i")}, add(ld("Y", {i64(0)}), float_imm(1))));
+  Stmt body = loop("i", 0, 16, ForKind::Vectorized,
+                   store("Y", {v("i")}, add(ld("Y", {i64(0)}), float_imm(1))));
   LoopProgram p = program({{"Y", DType::F32, {16}, TensorRole::Output}}, body);
   std::string c = generate_source(p, test_hcd()).code;
   EXPECT_THAT(c, HasSubstr("#pragma GCC ivdep"));
   EXPECT_THAT(c, Not(HasSubstr("ut_v8f32")));
   // In-place on the same element is fine.
-  p.funcs[0].body = loop("i", 0, 16, ForKind::Vectorized, store("Y", {v("i")}, add(ld("Y", {v("i")}), float_imm(1))));
+  p.funcs[0].body = loop("i", 0, 16, ForKind::Vectorized,
+                         store("Y", {v("i")}, add(ld("Y", {v("i")}), float_imm(1))));
   EXPECT_THAT(generate_source(p, test_hcd()).code, HasSubstr("ut_v8f32_store(&Y[i]"));
 }
 
@@ -234,11 +262,13 @@ TEST(CPrinter, IntegerDivisionAndModuloSemantics) {
   Expr qn = binary(BinaryOp::FloorDiv, sub(v("i"), i64(3)), i64(4));
   Expr rn = binary(BinaryOp::Mod, sub(v("i"), i64(3)), i64(4));
   Expr dn = binary(BinaryOp::Div, sub(v("i"), i64(3)), i64(4));
-  Stmt body = loop("i", 0, 8, ForKind::Serial,
-                   block({store("Q", {v("i")}, q), store("R", {v("i")}, r), store("QN", {v("i")}, qn),
-                          store("RN", {v("i")}, rn), store("DN", {v("i")}, dn)}));
+  Stmt body =
+      loop("i", 0, 8, ForKind::Serial,
+           block({store("Q", {v("i")}, q), store("R", {v("i")}, r), store("QN", {v("i")}, qn),
+                  store("RN", {v("i")}, rn), store("DN", {v("i")}, dn)}));
   std::vector<LoopBuffer> bufs;
-  for (const char* n : {"Q", "R", "QN", "RN", "DN"}) bufs.push_back({n, DType::I64, {8}, TensorRole::Output});
+  for (const char* n : {"Q", "R", "QN", "RN", "DN"})
+    bufs.push_back({n, DType::I64, {8}, TensorRole::Output});
   std::string c = generate_source(program(bufs, body), test_hcd()).code;
   EXPECT_THAT(c, HasSubstr("Q[i] = i / 4;"));
   EXPECT_THAT(c, HasSubstr("R[i] = i % 4;"));
@@ -251,17 +281,17 @@ TEST(CPrinter, IntegerDivisionAndModuloSemantics) {
 TEST(CPrinter, MathFunctionsPickTheVariantByType) {
   Expr x = ld("A", {v("i")});
   Expr xd = ld("D", {v("i")}, DType::F64);
-  Stmt body = loop(
-      "i", 0, 4, ForKind::Serial,
-      block({store("Y", {v("i")}, call(MathFn::Sigmoid, {x})),
-             store("Y", {v("i")}, call(MathFn::Rsqrt, {x})),
-             store("Y", {v("i")}, call(MathFn::Round, {x})),
-             store("Y", {v("i")}, call(MathFn::Min, {x, float_imm(2)})),
-             store("Y", {v("i")}, call(MathFn::Sign, {x})),
-             store("E", {v("i")}, call(MathFn::Exp, {xd})),
-             store("B", {v("i")}, call(MathFn::IsNan, {x})),
-             store("N", {v("i")}, cast(DType::I32, x)),
-             store("N", {v("i")}, call(MathFn::Abs, {ld("N", {v("i")}, DType::I32)}))}));
+  Stmt body =
+      loop("i", 0, 4, ForKind::Serial,
+           block({store("Y", {v("i")}, call(MathFn::Sigmoid, {x})),
+                  store("Y", {v("i")}, call(MathFn::Rsqrt, {x})),
+                  store("Y", {v("i")}, call(MathFn::Round, {x})),
+                  store("Y", {v("i")}, call(MathFn::Min, {x, float_imm(2)})),
+                  store("Y", {v("i")}, call(MathFn::Sign, {x})),
+                  store("E", {v("i")}, call(MathFn::Exp, {xd})),
+                  store("B", {v("i")}, call(MathFn::IsNan, {x})),
+                  store("N", {v("i")}, cast(DType::I32, x)),
+                  store("N", {v("i")}, call(MathFn::Abs, {ld("N", {v("i")}, DType::I32)}))}));
   LoopProgram p = program({{"A", DType::F32, {4}, TensorRole::Input},
                            {"D", DType::F64, {4}, TensorRole::Input},
                            {"Y", DType::F32, {4}, TensorRole::Output},
@@ -289,8 +319,9 @@ TEST(CPrinter, ParamsLetsIfsAndUnrolledLoops) {
                                 store("Y", {v("i")}, cast(DType::F32, var("flag", DType::Bool))),
                                 store("Y", {v("i")}, var("h", DType::F16))));
   Stmt body = loop("i", 0, 4, ForKind::Unrolled, inner);
-  LoopProgram p = program({{"Y", DType::F32, {4}, TensorRole::Output}}, body,
-                          {{"n", DType::I64, {}}, {"flag", DType::Bool, {}}, {"h", DType::F16, {}}});
+  LoopProgram p =
+      program({{"Y", DType::F32, {4}, TensorRole::Output}}, body,
+              {{"n", DType::I64, {}}, {"flag", DType::Bool, {}}, {"h", DType::F16, {}}});
   std::string c = generate_source(p, test_hcd()).code;
   EXPECT_THAT(c, HasSubstr("const int64_t n = (int64_t)args[1].i;"));
   EXPECT_THAT(c, HasSubstr("const uint8_t flag = args[2].i != 0;"));
@@ -324,15 +355,17 @@ TEST(CPrinter, GlobalAllocationInsideAFuncIsACompilerBug) {
 }
 
 TEST(CPrinter, BarriersNeedSingleThreadBlocks) {
-  Stmt single = loop("b", 0, 2, ForKind::GridX,
-                     loop("t", 0, 1, ForKind::ThreadX, block({store("Y", {v("b")}, float_imm(1)), barrier()})));
+  Stmt single = loop(
+      "b", 0, 2, ForKind::GridX,
+      loop("t", 0, 1, ForKind::ThreadX, block({store("Y", {v("b")}, float_imm(1)), barrier()})));
   LoopProgram p = program({{"Y", DType::F32, {2}, TensorRole::Output}}, single);
   std::string c = generate_source(p, test_hcd()).code;
   EXPECT_THAT(c, HasSubstr("Y[b] = 1.0f;"));
   EXPECT_EQ(compile_errors(c), "");
 
-  p.funcs[0].body = loop("b", 0, 2, ForKind::GridX,
-                         loop("t", 0, 4, ForKind::ThreadX, block({store("Y", {v("b")}, float_imm(1)), barrier()})));
+  p.funcs[0].body = loop(
+      "b", 0, 2, ForKind::GridX,
+      loop("t", 0, 4, ForKind::ThreadX, block({store("Y", {v("b")}, float_imm(1)), barrier()})));
   try {
     generate_source(p, test_hcd());
     FAIL() << "expected a UserError";
@@ -341,17 +374,19 @@ TEST(CPrinter, BarriersNeedSingleThreadBlocks) {
   }
 
   // Without a barrier a multi-thread block runs its threads as a serial loop.
-  p.funcs[0].body = loop("b", 0, 2, ForKind::GridX,
-                         loop("t", 0, 4, ForKind::ThreadX, store("Y", {v("b")}, cast(DType::F32, v("t")))));
+  p.funcs[0].body =
+      loop("b", 0, 2, ForKind::GridX,
+           loop("t", 0, 4, ForKind::ThreadX, store("Y", {v("b")}, cast(DType::F32, v("t")))));
   c = generate_source(p, test_hcd()).code;
   EXPECT_THAT(c, HasSubstr("for (int64_t t = 0; t < 4; ++t) {"));
   EXPECT_EQ(compile_errors(c), "");
 }
 
 TEST(CPrinter, IrNamesBecomeValidDistinctCIdentifiers) {
-  Stmt body = loop("i.outer", 0, 2, ForKind::Serial,
-                   loop("i_outer", 0, 2, ForKind::Serial,
-                        store("int", {add(mul(v("i.outer"), i64(2)), v("i_outer"))}, float_imm(0))));
+  Stmt body =
+      loop("i.outer", 0, 2, ForKind::Serial,
+           loop("i_outer", 0, 2, ForKind::Serial,
+                store("int", {add(mul(v("i.outer"), i64(2)), v("i_outer"))}, float_imm(0))));
   LoopProgram p = program({{"int", DType::F32, {4}, TensorRole::Output}}, body);
   p.funcs[0].name = "main_0";
   GeneratedSource g = generate_source(p, test_hcd());
