@@ -104,6 +104,7 @@ static ut_status load(const void* data, size_t size, const char* entry, ut_kerne
 static ut_status launch(ut_kernel* k, const uint32_t grid[3], const uint32_t block[3], const ut_arg* args,
                         uint32_t nargs, ut_error* err) {
   ++launches;
+  if (getenv("FAKE_LAUNCH_INTERNAL")) { set_err(err, "fake internal failure"); return UT_ERROR_INTERNAL; }
   return UT_OK;
 }
 static ut_status synchronize(ut_error* err) { return UT_OK; }

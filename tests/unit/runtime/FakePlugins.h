@@ -15,7 +15,8 @@ std::filesystem::path build_c_plugin(const std::filesystem::path& dir, const std
                                      const std::string& c_source);
 
 /// A working plugin named NAME: host-memory buffers, compile = copy the source (and
-/// count), load checks the entry occurs in the source, launch counts and does nothing.
+/// count), load checks the entry occurs in the source, launch counts and does nothing (or fails with
+/// UT_ERROR_INTERNAL when $FAKE_LAUNCH_INTERNAL is set).
 /// It also exports `int fake_compile_count(void)` and `int fake_launch_count(void)`.
 std::string fake_device_source(const std::string& name, unsigned abi_version = 1,
                                const std::string& hcd_builtin = "sim");
