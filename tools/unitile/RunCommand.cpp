@@ -1,0 +1,176 @@
+// `unitile run`: compile kernels for a device, run them on given or random inputs, write
+// outputs as .npy, check them against sim and time them.
+#include "unitile/Command.h"
+
+#include "ir/Diagnostic.h"
+#include "runtime/Inputs.h"
+#include "runtime/KernelCache.h"
+#include "runtime/Npy.h"
+#include "runtime/OutputCheck.h"
+#include "runtime/Session.h"
+#include "runtime/SourceFiles.h"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <iostream>
+#include <optional>
+
+namespace unitile::cli {
+namespace {
+
+constexpr const char* kRunFooter =
+    "Inputs not given with --input are random, seeded by --seed: floats uniform in [-1, 1]\n"
+    "(rounded to the dtype), signed integers in [-8, 8], u8 in [0, 8], bools 0/1.\n"
+    ".npy dtypes: <f2 f16, <f4 f32, <f8 f64, |i1 i8, <i2 i16, <i4 i32, <i8 i64, |u1 u8,\n"
+    "|b1 bool. NumPy has no bf16: bf16 tensors are read and written as <u2 (the raw bits;\n"
+    "in NumPy, x.view(np.uint16) of an ml_dtypes bfloat16 array).\n"
+    "--check runs the kernel on sim with the same inputs and compares every output:\n"
+    "|x - ref| <= atol + rtol*|ref| with f64 1e-9, f32 1e-4 (atol times sqrt of the longest\n"
+    "reduction), f16 atol 1e-3 rtol 2e-3, bf16 atol 1e-2 rtol 1.6e-2, integers exact.\n"
+    "Compiled kernels are cached in $UNITILE_CACHE_DIR (default ~/.cache/unitile).\n";
+
+struct RunOptions {
+  std::vector<std::string> params, inputs;
+  std::string output_dir;
+  bool check = false;
+  int repeat = 0;
+  uint64_t seed = 0;
+};
+
+int run_command(const CommonOptions& co, const RunOptions& ro) {
+  const Module m = load_module(co.file);
+  const std::vector<const Kernel*> kernels = select_kernels(m, co.kernel, co.file);
+  const ShapeBindings shapes = shape_bindings(co, kernels);
+
+  std::map<std::string, double> params;
+  for (const auto& [name, value] : name_values(ro.params, "--param", true)) {
+    bool known = false;
+    for (const Kernel* k : kernels)
+      known |= k->find_param(name) != nullptr;
+    if (!known)
+      throw UserError(
+          fmt::format("error: --param {}: no kernel run here has a param '{}'", name, name));
+    params[name] = parse_number(value, "--param " + name);
+  }
+  std::map<std::string, std::string> input_files;
+  for (const auto& [name, path] : name_values(ro.inputs, "--input", false)) {
+    bool known = false;
+    for (const Kernel* k : kernels) {
+      const TensorDecl* t = k->find_tensor(name);
+      known |= t && t->role == TensorRole::Input;
+    }
+    if (!known) {
+      std::vector<std::string> names;
+      for (const Kernel* k : kernels)
+        for (const TensorDecl* t : k->inputs())
+          names.push_back(t->name);
+      throw UserError(
+          fmt::format("error: --input {}: no kernel run here has an input '{}' (inputs: {})", name,
+                      name, join(names)));
+    }
+    if (!input_files.emplace(name, path).second)
+      throw UserError(fmt::format("error: --input {} is given twice", name));
+  }
+  if (ro.repeat < 0)
+    throw UserError("error: --repeat must be at least 0");
+
+  auto cache = std::make_shared<KernelCache>(KernelCache::default_dir());
+  Session session(open_device(co.device, device_options(co)), cache);
+  std::optional<Session> reference;
+  if (ro.check)
+    reference.emplace(open_device("sim"), cache);
+
+  bool all_ok = true;
+  for (const Kernel* k : kernels) {
+    if (co.kernel.empty())
+      std::cout << "kernel " << k->name << "\n";
+    ShapeBindings given;
+    const std::vector<std::string> bindable = bindable_names(*k);
+    for (const auto& [name, v] : shapes)
+      if (std::find(bindable.begin(), bindable.end(), name) != bindable.end())
+        given[name] = v;
+    const std::vector<std::string> spec = specialisation_params(*k);
+    for (const std::string& p : spec)
+      if (auto it = params.find(p); it != params.end() && !given.count(p))
+        given[p] = parse_int(fmt::format("{}", it->second), "--param " + p);
+
+    std::map<std::string, Tensor> loaded;
+    std::map<std::string, std::vector<int64_t>> loaded_shapes;
+    for (const TensorDecl* in : k->inputs()) {
+      auto f = input_files.find(in->name);
+      if (f == input_files.end())
+        continue;
+      Tensor t = read_npy(f->second, in->dtype);
+      if (t.dtype != in->dtype)
+        throw UserError(fmt::format(
+            "error: input '{}' ({}): expected dtype {} ('{}'), got {} ('{}')", in->name, f->second,
+            dtype_name(in->dtype), npy_descr(in->dtype), dtype_name(t.dtype), npy_descr(t.dtype)));
+      if (t.shape.size() != in->shape.size())
+        throw UserError(fmt::format("error: input '{}' ({}): expected rank {}, got shape {}",
+                                    in->name, f->second, in->shape.size(), shape_string(t.shape)));
+      loaded_shapes[in->name] = t.shape;
+      loaded.emplace(in->name, std::move(t));
+    }
+    const ShapeBindings b = bind_shapes(*k, loaded_shapes, given);
+    const std::map<std::string, Tensor> inputs = complete_inputs(*k, b, std::move(loaded), ro.seed);
+
+    auto compiled = session.compile(*k, b);
+    RunResult result = session.run(*compiled, inputs, params, ro.repeat);
+
+    std::vector<std::string> order;
+    for (const TensorDecl* out : k->outputs())
+      order.push_back(out->name);
+    if (!ro.output_dir.empty()) {
+      std::error_code ec;
+      std::filesystem::create_directories(ro.output_dir, ec);
+      if (ec)
+        throw UserError(fmt::format("error: --output-dir {}: {}", ro.output_dir, ec.message()));
+      for (const std::string& name : order) {
+        const std::string path = (std::filesystem::path(ro.output_dir) / (name + ".npy")).string();
+        write_npy(path, result.outputs.at(name));
+        std::cout << fmt::format("output: {} {}{} -> {}\n", name,
+                                 dtype_name(result.outputs.at(name).dtype),
+                                 shape_string(result.outputs.at(name).shape), path);
+      }
+    }
+    if (reference) {
+      auto ref_compiled = reference->compile(*k, b);
+      RunResult ref = reference->run(*ref_compiled, inputs, params, 0);
+      const CheckReport report =
+          compare_outputs(order, result.outputs, ref.outputs, longest_reduction_extent(*k, b));
+      std::cout << report.message() << "\n";
+      all_ok &= report.ok();
+    }
+    if (result.timing) {
+      std::cout << fmt::format("timing: runs={} median_ms={:.6g} min_ms={:.6g}\n",
+                               result.timing->samples_ms.size(), result.timing->median_ms,
+                               result.timing->min_ms);
+    }
+    std::cout.flush();
+  }
+  return all_ok ? 0 : 1;
+}
+
+CommandAction setup_run(CLI::App& cmd) {
+  auto co = std::make_shared<CommonOptions>();
+  auto ro = std::make_shared<RunOptions>();
+  add_common(&cmd, *co);
+  cmd.add_option("--param", ro->params, "param values NAME=VALUE; may repeat")
+      ->allow_extra_args(false);
+  cmd.add_option("--input", ro->inputs, "read input NAME from a .npy file: NAME=PATH; may repeat")
+      ->allow_extra_args(false);
+  cmd.add_option("--output-dir", ro->output_dir, "write each output as DIR/<name>.npy");
+  cmd.add_flag("--check", ro->check, "also run on sim and compare every output");
+  cmd.add_option("--repeat", ro->repeat, "time N device runs after one warm-up (median and min)");
+  cmd.add_option("--seed", ro->seed, "seed of the random inputs (default 0)");
+  cmd.footer(std::string(kRunFooter) + kExitStatusHelp);
+  return [co, ro] { return run_command(*co, *ro); };
+}
+
+const CommandRegistration reg{
+    {"run", "compile a .ut kernel for a device and run it", 10, setup_run}};
+
+} // namespace
+} // namespace unitile::cli
