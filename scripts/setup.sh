@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 APT_PACKAGES=(
-  build-essential cmake ninja-build pkg-config git
+  build-essential cmake ninja-build ccache pkg-config git
   libfmt-dev libtomlplusplus-dev libcli11-dev nlohmann-json3-dev libxxhash-dev
   libsqlite3-dev libgtest-dev libgmock-dev libbenchmark-dev
   llvm-14-tools
