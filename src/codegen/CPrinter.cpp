@@ -585,10 +585,28 @@ private:
     return s;
   }
 
+  // The indices of a read, with each unguarded data-dependent one (gather's `Idx[i]`)
+  // clamped into its dimension: generated code has no way to report an error, so an
+  // out-of-range index value reads the nearest edge element instead of stray memory
+  // (the sim device reports it instead; docs/ARCHITECTURE.md).
+  static std::vector<Expr> clamped_indices(const Expr& e, const std::vector<int64_t>& shape) {
+    std::vector<Expr> idx = e->operands;
+    if (e->guard)
+      return idx;
+    for (size_t k = 0; k < idx.size(); ++k) {
+      if (!reads_tensor(idx[k]))
+        continue;
+      Expr i = idx[k]->type == DType::I64 ? idx[k] : cast(DType::I64, idx[k]);
+      idx[k] = unitile::call(MathFn::Min,
+                             {unitile::call(MathFn::Max, {i, int_imm(0)}), int_imm(shape[k] - 1)});
+    }
+    return idx;
+  }
+
   std::string load(const Expr& e) {
     const BufferView& b = buffer(e->name);
-    std::string v =
-        fmt::format("{}[{}]", names_.buffer(e->name), linear_index(e->operands, b.shape));
+    std::string v = fmt::format("{}[{}]", names_.buffer(e->name),
+                                linear_index(clamped_indices(e, b.shape), b.shape));
     if (!b.holds_compute_type && b.dtype == DType::F16) {
       helpers_.need("ut_f16_to_f32");
       v = "ut_f16_to_f32(" + v + ")";
@@ -707,8 +725,55 @@ private:
 
   void store(const StmtNode& s) {
     const BufferView& b = buffer(s.buffer);
-    line(fmt::format("{}[{}] = {};", names_.buffer(s.buffer), linear_index(s.indices, b.shape),
-                     strip_parens(stored_value(s.value, b))));
+    bool scatter = false;
+    for (const Expr& i : s.indices)
+      scatter |= reads_tensor(i);
+    if (!scatter) {
+      line(fmt::format("{}[{}] = {};", names_.buffer(s.buffer), linear_index(s.indices, b.shape),
+                       strip_parens(stored_value(s.value, b))));
+      return;
+    }
+    // A scatter (data-dependent store index): each such index is computed once into a
+    // local, and an out-of-range value skips the store, so a bad index never writes
+    // stray memory (the sim device reports it instead). Reads of the same element in
+    // the value (a scatter-add's Y[Idx[i]] + ...) reuse the local.
+    std::vector<Expr> at = s.indices;
+    std::vector<std::string> names, tests;
+    std::vector<Saved> saved;
+    line("{");
+    ++indent_;
+    for (size_t k = 0; k < at.size(); ++k) {
+      if (!reads_tensor(at[k]))
+        continue;
+      std::string v = fmt::format("ut_scatter_at{}", k);
+      line(fmt::format("const int64_t {} = {};", names_.var(v), strip_parens(expr(at[k]))));
+      tests.push_back(
+          fmt::format("{0} >= 0 && {0} < {1}", names_.var(v), int_literal(b.shape[k], true)));
+      saved.push_back(bind_var(v, Interval{0, b.shape[k] - 1}));
+      names.push_back(v);
+      at[k] = var(v, DType::I64);
+    }
+    Expr value = rewrite(s.value, [&](const Expr& e) -> Expr {
+      if (e->kind != ExprKind::Access || e->name != s.buffer || e->operands.size() != at.size())
+        return e;
+      for (size_t k = 0; k < at.size(); ++k)
+        if (!equal(e->operands[k], s.indices[k]))
+          return e;
+      return with_operands(e, at, e->guard);
+    });
+    std::string cond;
+    for (size_t k = 0; k < tests.size(); ++k)
+      cond += (k ? " && " : "") + tests[k];
+    line(fmt::format("if ({}) {{", cond));
+    ++indent_;
+    line(fmt::format("{}[{}] = {};", names_.buffer(s.buffer), linear_index(at, b.shape),
+                     strip_parens(stored_value(value, b))));
+    --indent_;
+    line("}");
+    for (size_t n = names.size(); n-- > 0;)
+      unbind_var(names[n], saved[n]);
+    --indent_;
+    line("}");
   }
 
   // The value as the buffer's storage holds it.
@@ -912,7 +977,7 @@ private:
       const BufferView& b = buffer(e->name);
       std::string bt = helpers_.need_vector(b.dtype, lanes);
       std::string x = fmt::format("{}_load(&{}[{}])", bt, names_.buffer(e->name),
-                                  linear_index(e->operands, b.shape));
+                                  linear_index(clamped_indices(e, b.shape), b.shape));
       return convert_vector(x, b.dtype, want, lanes);
     }
     case ExprKind::Unary:

@@ -205,6 +205,9 @@ std::optional<std::vector<const StmtNode*>> vector_loop_stores(const StmtNode& l
     if (access_stride(s->indices, *b->shape, loop.var) != AccessStride::Unit)
       return std::nullopt;
     for (const auto& i : s->indices)
+      if (reads_tensor(i))
+        return std::nullopt; // a scatter: each element's store has its own bounds test
+    for (const auto& i : s->indices)
       if (!check.hazard_free(i))
         return std::nullopt;
     if (!check.hazard_free(s->value) || !check.value(s->value, b->dtype))

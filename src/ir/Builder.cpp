@@ -29,7 +29,11 @@ Value Access::or_else(const Value& fallback) const {
 void Access::record(ReduceKind kind, const Value& v) const {
   Comprehension c;
   c.output = expr()->name;
+  bool indirect = false; // an index that reads a tensor makes this a scatter
+  for (const Expr& i : expr()->operands) indirect |= i->kind != ExprKind::Var && reads_tensor(i);
+  if (indirect) c.store_indices = expr()->operands;
   for (const Expr& i : expr()->operands) {
+    if (indirect) break;
     if (i->kind != ExprKind::Var)
       throw UserError(fmt::format("error: kernel '{}': left-hand index '{}' of '{}' must be a bare index variable",
                                   state_->kernel.name, to_string(i), c.output));

@@ -205,4 +205,10 @@ bool equal(const Expr& a, const Expr& b) {
   return true;
 }
 
+bool reads_tensor(const Expr& e) {
+  bool found = false;
+  visit(e, [&](const Expr& n) { found |= n->kind == ExprKind::Access; });
+  return found;
+}
+
 } // namespace unitile

@@ -91,6 +91,11 @@ int math_fn_arity(MathFn fn);
 /// Structural equality (ignores source locations).
 bool equal(const Expr& a, const Expr& b);
 
+/// Whether `e` reads a tensor anywhere (guards included). An index expression that does
+/// is data-dependent (indirect indexing, as in gather's `X[Idx[i, j], j]`): its range
+/// is only known at run time.
+bool reads_tensor(const Expr& e);
+
 /// Print in the text syntax, fully parenthesised only where precedence needs it.
 std::string to_string(const Expr& e);
 

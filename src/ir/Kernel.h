@@ -45,6 +45,15 @@ struct Comprehension {
   ReduceKind reduce = ReduceKind::Assign;
   Expr value;
   SourceLoc loc;
+  /// Indirect store (scatter), empty otherwise: the left-hand side's index expressions,
+  /// one per dimension of `output`, each a bare index variable or a data-dependent
+  /// integer expression such as `Idx[i, j]`, as in `Y[Idx[i, j], j] += U[i, j]`. Such a
+  /// statement does not define its whole output: it updates, in place, elements of a
+  /// tensor an earlier statement wrote, once per point of its domain in row-major order
+  /// (so with `=` and repeated indices the last point wins). The verifier then fills
+  /// `indices` with the index variables the left-hand side mentions.
+  std::vector<Expr> store_indices;
+  bool is_indirect_store() const { return !store_indices.empty(); }
   // Filled by the verifier:
   std::vector<std::string> reduction_vars; // in order of first appearance on the right
   /// Extent of every index variable (spatial and reduction), as an expression over shape

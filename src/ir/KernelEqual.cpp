@@ -20,6 +20,7 @@ bool equal_decl(const TensorDecl& a, const TensorDecl& b) {
 bool equal_stmt(const Comprehension& a, const Comprehension& b) {
   if (a.output != b.output || a.indices != b.indices || a.reduce != b.reduce ||
       a.reduction_vars != b.reduction_vars || !equal(a.value, b.value) ||
+      !equal_exprs(a.store_indices, b.store_indices) ||
       a.ranges.size() != b.ranges.size())
     return false;
   for (auto ia = a.ranges.begin(), ib = b.ranges.begin(); ia != a.ranges.end(); ++ia, ++ib)

@@ -288,21 +288,30 @@ private:
            fmt::format("the left-hand side is written {}[i, j] (or {}[] for a scalar tensor)",
                        out.text, out.text));
     Token open = take();
+    std::vector<Expr> lhs;
     if (!at(TokenKind::RBracket)) {
       for (;;) {
         const Token& first = peek();
         SourceLoc loc = first.loc;
         Expr e = parse_expr_top();
-        if (e->kind != ExprKind::Var)
+        // A left-hand index that reads a tensor makes the statement an indirect store
+        // (scatter), `Y[Idx[i], j] += U[i, j]`; any other non-variable is an error.
+        if (e->kind != ExprKind::Var && !reads_tensor(e))
           fail(loc, fmt::format("left-hand index '{}' must be a bare index variable", to_string(e)),
                "offsets and strides belong on the right, e.g. B[i] = A[i + 1] ?? 0",
                static_cast<int>(to_string(e).size()));
-        c.indices.push_back(e->name);
+        lhs.push_back(e);
         c.index_locs.push_back(loc);
         if (!accept(TokenKind::Comma)) break;
       }
     }
     expect_close(TokenKind::RBracket, open);
+    bool indirect = false;
+    for (const Expr& e : lhs) indirect |= e->kind != ExprKind::Var;
+    if (indirect)
+      c.store_indices = std::move(lhs);
+    else
+      for (const Expr& e : lhs) c.indices.push_back(e->name);
     c.reduce = parse_reduce_op();
     c.value = parse_expr_top();
     return c;

@@ -219,9 +219,13 @@ std::string to_string(const Kernel& k) {
   s += "  operation:\n";
   for (const Comprehension& c : k.body) {
     s += "    " + c.output + "[";
-    for (size_t i = 0; i < c.indices.size(); ++i) {
+    for (size_t i = 0; i < c.indices.size() && !c.is_indirect_store(); ++i) {
       if (i) s += ", ";
       s += c.indices[i];
+    }
+    for (size_t i = 0; i < c.store_indices.size(); ++i) { // an indirect store (scatter)
+      if (i) s += ", ";
+      s += to_string(c.store_indices[i]);
     }
     s += "] ";
     s += reduce_token(c.reduce);

@@ -248,6 +248,7 @@ private:
     right_var_locs_.clear();
 
     const TensorDecl* out = lookup_target(c);
+    if (c.is_indirect_store()) return check_indirect_store(c, *out);
     if (c.indices.size() != out->shape.size())
       fail(c.loc, fmt::format("tensor '{}' has rank {} but is written with {} {}", c.output,
                               out->shape.size(), c.indices.size(), c.indices.size() == 1 ? "index" : "indices"),
@@ -300,6 +301,60 @@ private:
              "reduce into an integer or float tensor", static_cast<int>(c.output.size()));
     }
     check_store(c.value, out->dtype, c.output, c.loc);
+    infer_ranges(c);
+  }
+
+  /// An indirect store (scatter) `Y[Idx[i, j], j] OP= v`: each left-hand index is a bare
+  /// index variable or a data-dependent integer expression. It updates a tensor in place,
+  /// so an earlier statement must have written it; its domain is every index variable
+  /// of the statement, and `indices` becomes the ones the left-hand side mentions.
+  void check_indirect_store(Comprehension& c, const TensorDecl& out) {
+    const int name_len = static_cast<int>(c.output.size());
+    if (c.store_indices.size() != out.shape.size())
+      fail(c.loc, fmt::format("tensor '{}' has rank {} but is written with {} {}", c.output,
+                              out.shape.size(), c.store_indices.size(),
+                              c.store_indices.size() == 1 ? "index" : "indices"),
+           "", name_len);
+    if (!written_->count(c.output))
+      fail(c.loc, fmt::format("indirect store into '{}' before any statement writes it", c.output),
+           fmt::format("an indirect store only updates elements; write all of '{}' first, e.g. "
+                       "{}[...] = 0",
+                       c.output, c.output),
+           name_len);
+    for (size_t d = 0; d < c.store_indices.size(); ++d) {
+      const Expr& e = c.store_indices[d];
+      if (e->kind == ExprKind::Var) {
+        Expr v = type_var(e, true);
+        if (shape_symbols_.count(e->name) || params_.count(e->name))
+          fail_at(e, fmt::format("left-hand index '{}' is not an index variable", e->name),
+                  "each left-hand index is an index variable or reads an index tensor");
+        bare_[e->name].push_back(BareUse{out.shape[d], c.output, d, e->loc});
+        c.store_indices[d] = v;
+        continue;
+      }
+      if (!reads_tensor(e))
+        fail_at(e, fmt::format("left-hand index '{}' must be a bare index variable", to_string(e)),
+                "in an indirect store, an index is a variable or reads an index tensor");
+      c.store_indices[d] = type_index(e).expr;
+    }
+    // Every variable mentioned so far is on the left; the value's own come after.
+    std::vector<std::string> left = right_vars_;
+    std::set<std::string> left_set(left.begin(), left.end());
+    c.indices = left;
+    c.value = type_value(c.value);
+    c.reduction_vars.clear();
+    for (const std::string& v : right_vars_)
+      if (!left_set.count(v)) c.reduction_vars.push_back(v);
+    if (c.reduce == ReduceKind::Assign && !c.reduction_vars.empty()) {
+      const std::string& v = c.reduction_vars[0];
+      fail(right_var_locs_[v], fmt::format("index '{}' appears only on the right of '='", v),
+           "add it to the left-hand side, or use a reduction operator (+=, *=, max=, min=)",
+           static_cast<int>(v.size()));
+    }
+    if (c.reduce != ReduceKind::Assign && out.dtype == DType::Bool)
+      fail(c.loc, fmt::format("reduction '{}' into bool tensor '{}'", reduce_token(c.reduce), c.output),
+           "reduce into an integer or float tensor", name_len);
+    check_store(c.value, out.dtype, c.output, c.loc);
     infer_ranges(c);
   }
 
@@ -557,6 +612,7 @@ private:
   Index type_index(const Expr& e) {
     const char* affine_hint =
         "indices are affine in index variables and shape symbols, plus // and % by constants";
+    if (reads_tensor(e)) return type_data_dependent_index(e);
     switch (e->kind) {
     case ExprKind::IntImm: return {retyped(e, DType::I64), false};
     case ExprKind::FloatImm:
@@ -567,9 +623,7 @@ private:
       bool is_var = !shape_symbols_.count(e->name) && !params_.count(e->name);
       return {v, is_var};
     }
-    case ExprKind::Access:
-      fail_at(e, fmt::format("tensor access '{}' inside an index", e->name),
-              "indirect (gather) indexing is not supported; indices are affine expressions");
+    case ExprKind::Access: break; // handled above: data-dependent
     case ExprKind::Unary:
       if (e->unary_op == UnaryOp::Neg) {
         Index x = type_index(e->operands[0]);
@@ -600,6 +654,20 @@ private:
     default: break;
     }
     fail_at(e, fmt::format("'{}' is not allowed in an index expression", to_string(e)), affine_hint);
+  }
+
+  /// An index that reads a tensor (gather's `X[Idx[i], j]`): any integer element
+  /// expression, since its value is only known at run time. Reads outside the tensor
+  /// are checked at run time (the sim device reports them; see docs/ARCHITECTURE.md).
+  Index type_data_dependent_index(const Expr& e) {
+    Expr x = type_value(e);
+    if (!is_integer(x->type))
+      fail_at(e, fmt::format("data-dependent index '{}' has type {}", to_string(e), dtype_name(x->type)),
+              x->type == DType::Bool ? std::string("convert it, e.g. c ? 1 : 0")
+                                     : fmt::format("indices are integers; read an integer tensor or cast, "
+                                                   "e.g. i64({})",
+                                                   to_string(e)));
+    return {x, true};
   }
 
   Kernel& k_;

@@ -27,6 +27,10 @@ void check_one(const std::string& kernel, const Expr& a, bool is_write,
                : fmt::format("use a guarded read `{} ?? 0` if padding is intended", access_text(a));
   for (size_t d = 0; d < shape.size(); ++d) {
     const Expr& idx = a->operands[d];
+    // A data-dependent index (gather, scatter) is only known at run time: the sim device
+    // checks it there and the C dialect clamps reads and skips stores that leave the
+    // tensor (docs/ARCHITECTURE.md). Its own reads are checked below like any other.
+    if (reads_tensor(idx)) continue;
     // The common case, a loop variable that runs over exactly this dimension.
     if (idx->kind == ExprKind::Var) {
       auto l = loops.find(idx->name);
@@ -65,6 +69,7 @@ void check_reads(const std::string& kernel, const Expr& e, const ConcreteShapes&
 void check_access_bounds(const std::string& kernel, const Expr& store, const Expr& value,
                          const ConcreteShapes& shapes, const LoopExtents& loops) {
   check_one(kernel, store, true, shapes, loops);
+  for (const Expr& i : store->operands) check_reads(kernel, i, shapes, loops); // scatter's Idx[...]
   check_reads(kernel, value, shapes, loops);
 }
 

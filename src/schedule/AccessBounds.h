@@ -24,7 +24,8 @@ using ConcreteShapes = std::map<std::string, std::vector<int64_t>>;
 /// Check `store` (the output access, written) and every unguarded read in `value`
 /// against `shapes`, with each loop variable ranging over `loops`. Expressions must be
 /// specialised (constants folded in). Guarded reads are skipped: out-of-range reads
-/// give their guard. Throws UserError naming `kernel`, the access and its location.
+/// give their guard. Data-dependent indices (`X[Idx[i]]`) are left to run time; the
+/// reads inside them are checked. Throws UserError naming `kernel`, the access and its location.
 void check_access_bounds(const std::string& kernel, const Expr& store, const Expr& value,
                          const ConcreteShapes& shapes, const LoopExtents& loops);
 

@@ -113,11 +113,51 @@ Comprehension with_unique_vars(const Kernel& k, const Comprehension& c) {
   for (std::string& v : r.reduction_vars) v = name_of(v);
   r.ranges.clear();
   for (const auto& [v, e] : c.ranges) r.ranges[name_of(v)] = e;
-  r.value = rewrite(c.value, [&](const Expr& e) -> Expr {
+  auto rename = [&](const Expr& e) -> Expr {
     if (e->kind != ExprKind::Var || !renamed.count(e->name)) return e;
     return var(renamed.at(e->name), e->type, e->loc);
-  });
+  };
+  r.value = rewrite(c.value, rename);
+  for (Expr& i : r.store_indices) i = rewrite(i, rename);
   return r;
+}
+
+// An indirect store (scatter) `Y[Idx[i, j], j] OP= v`: one loop per index variable, in
+// the statement's order, updating the output in place; no identity is stored, since
+// the statement updates values an earlier one wrote. Two points of the domain may hit
+// the same element, so loops run serially, except that a variable standing alone as a
+// left-hand index goes on the grid: its different values write disjoint elements.
+// Keeping the other loops in statement order makes `=` with repeated indices
+// deterministic (the last point in row-major order wins) on every device.
+Stmt lower_indirect_store(const Kernel& k, const Comprehension& c, const TensorDecl& out,
+                          const ShapeBindings& b, const std::set<std::string>& names,
+                          const ConcreteShapes& shapes, const LoopExtents& loops,
+                          const hcd::Hcd& hcd) {
+  std::vector<Expr> out_index;
+  for (const Expr& i : c.store_indices) out_index.push_back(specialize(i, names, b));
+  const Expr out_access = access(c.output, out_index, out.dtype, nullptr, c.loc);
+  const Expr value = specialize(c.value, names, b);
+  check_access_bounds(k.name, out_access, value, shapes, loops);
+
+  std::vector<std::string> order = c.indices;
+  order.insert(order.end(), c.reduction_vars.begin(), c.reduction_vars.end());
+  const int64_t max_grid = hcd.max_grid.empty() ? 0 : hcd.max_grid[0];
+  std::string grid_var;
+  for (const Expr& i : c.store_indices)
+    if (i->kind == ExprKind::Var && loops.at(i->name) <= max_grid) {
+      grid_var = i->name;
+      break;
+    }
+  if (!grid_var.empty()) {
+    order.erase(std::find(order.begin(), order.end(), grid_var));
+    order.insert(order.begin(), grid_var);
+  }
+  Expr v = c.reduce == ReduceKind::Assign ? value : combine(c.reduce, out_access, value);
+  Stmt body = store(c.output, out_index, cast_to(out.dtype, v));
+  for (size_t n = order.size(); n-- > 0;)
+    body = for_loop(order[n], int_imm(0), int_imm(loops.at(order[n])),
+                    order[n] == grid_var ? ForKind::GridX : ForKind::Serial, std::move(body));
+  return body;
 }
 
 Stmt lower_comprehension(const Kernel& k, const Comprehension& original, const ShapeBindings& b,
@@ -142,6 +182,7 @@ Stmt lower_comprehension(const Kernel& k, const Comprehension& original, const S
   };
   for (const std::string& v : c.indices) add_range(v);
   for (const std::string& v : c.reduction_vars) add_range(v);
+  if (c.is_indirect_store()) return lower_indirect_store(k, c, *out, b, names, shapes, loops, hcd);
 
   std::vector<Expr> out_index;
   for (size_t n = 0; n < c.indices.size(); ++n)

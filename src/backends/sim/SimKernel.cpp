@@ -316,10 +316,11 @@ template <Storage S> struct SStore final : SNode {
   Place at;
   std::conditional_t<Cell<S>::is_float, FP, IP> value;
   void exec(Ctx& c) const override {
-    auto v = value->eval(c);
+    // The element first, so a scatter's bad index is reported as the write it is.
     int64_t vals[kMaxRank];
     int64_t off = at.offset(c, vals);
     if (off < 0) at.fail(c, vals, "write");
+    auto v = value->eval(c);
     Cell<S>::put(reinterpret_cast<typename Cell<S>::T*>(c.buf[at.slot]) + off, v);
   }
 };
