@@ -643,6 +643,10 @@ private:
                 affine_hint);
       if (op == BinaryOp::FloorDiv || op == BinaryOp::Mod) {
         Expr d = fold(b.expr);
+        // A divisor over shape symbols and integer params (reshape's `k // C`, tile's
+        // `i % N`) is a constant once shapes are bound; lowering checks it is positive.
+        if (d->kind != ExprKind::IntImm && !b.has_var)
+          return {retyped(e, promote(a.expr->type, b.expr->type), {a.expr, b.expr}, nullptr), a.has_var};
         if (d->kind != ExprKind::IntImm)
           fail_at(e, fmt::format("index division by non-constant '{}'", to_string(e->operands[1])),
                   "'//' and '%' in an index need a constant divisor");

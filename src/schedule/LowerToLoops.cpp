@@ -122,6 +122,29 @@ Comprehension with_unique_vars(const Kernel& k, const Comprehension& c) {
   return r;
 }
 
+// Index `//` and `%` may divide by shape symbols (`k // C`); once they are bound, each
+// divisor in an index must be a positive constant.
+void check_index_divisors(const std::string& kernel, const Expr& value) {
+  visit(value, [&](const Expr& a) {
+    if (a->kind != ExprKind::Access) return;
+    for (const Expr& i : a->operands)
+      visit(i, [&](const Expr& e) {
+        if (e->kind != ExprKind::Binary ||
+            (e->binary_op != BinaryOp::FloorDiv && e->binary_op != BinaryOp::Mod))
+          return;
+        const Expr& d = e->operands[1];
+        if (d->kind == ExprKind::IntImm && d->int_value > 0) return;
+        if (reads_tensor(d)) return; // a data-dependent index: the device handles it
+        throw UserError(Diagnostic{
+            {}, e->loc,
+            fmt::format("kernel '{}': index divisor '{}' in {}[...] is not a positive constant for "
+                        "these shapes",
+                        kernel, to_string(d), a->name),
+            "bind the shape symbols it divides by to positive values", {}, 1});
+      });
+  });
+}
+
 // An indirect store (scatter) `Y[Idx[i, j], j] OP= v`: one loop per index variable, in
 // the statement's order, updating the output in place; no identity is stored, since
 // the statement updates values an earlier one wrote. Two points of the domain may hit
@@ -137,6 +160,8 @@ Stmt lower_indirect_store(const Kernel& k, const Comprehension& c, const TensorD
   for (const Expr& i : c.store_indices) out_index.push_back(specialize(i, names, b));
   const Expr out_access = access(c.output, out_index, out.dtype, nullptr, c.loc);
   const Expr value = specialize(c.value, names, b);
+  check_index_divisors(k.name, value);
+  for (const Expr& i : out_index) check_index_divisors(k.name, i);
   check_access_bounds(k.name, out_access, value, shapes, loops);
 
   std::vector<std::string> order = c.indices;
@@ -190,6 +215,7 @@ Stmt lower_comprehension(const Kernel& k, const Comprehension& original, const S
                             n < c.index_locs.size() ? c.index_locs[n] : SourceLoc{}));
   const Expr out_access = access(c.output, out_index, out->dtype, nullptr, c.loc);
   const Expr value = specialize(c.value, names, b);
+  check_index_divisors(k.name, value);
   check_access_bounds(k.name, out_access, value, shapes, loops);
 
   const NestPlan plan = plan_nest(c, out_access, value, out->dtype, loops, hcd);
