@@ -4,11 +4,17 @@
 //                                               print the Loop IR of the default schedule
 //   unitile-opt FILE.ut --pass=lower --emit=c   print generated source for a dialect
 //   unitile-opt FILE.loop --loop                parse, verify and print Loop IR
+//   unitile-opt FILE.ut --pass=schedule --shape ... apply the kernel's `schedule { }` block
+//                                               (or --schedule TEXT) and print the Loop IR
+//   unitile-opt FILE.ut --pass=auto --shape ...  print the auto-scheduler's schedule, its
+//                                               reasons, and the Loop IR it gives
 #include "codegen/Codegen.h"
 #include "hcd/Hcd.h"
 #include "ir/Parser.h"
 #include "ir/Printer.h"
 #include "ir/Verifier.h"
+#include "schedule/ApplySchedule.h"
+#include "schedule/AutoSchedule.h"
 #include "schedule/Lower.h"
 
 #include <CLI/CLI.hpp>
@@ -52,11 +58,13 @@ ShapeBindings parse_bindings(const std::vector<std::string>& items) {
 
 int run(int argc, char** argv) {
   CLI::App app{"unitile-opt: run IR passes on text, print text"};
-  std::string input, pass, emit, kernel_name, hcd_name = "host-cpu";
+  std::string input, pass, emit, kernel_name, hcd_name = "host-cpu", schedule_text;
   std::vector<std::string> shapes;
   bool loop_input = false;
   app.add_option("input", input, "a .ut (Kernel IR) or, with --loop, a Loop IR file")->required();
-  app.add_option("--pass", pass, "pass to run: lower")->check(CLI::IsMember({"lower"}));
+  app.add_option("--pass", pass, "pass to run: lower, schedule, auto")
+      ->check(CLI::IsMember({"lower", "schedule", "auto"}));
+  app.add_option("--schedule", schedule_text, "with --pass=schedule: schedule text instead of the kernel's block");
   app.add_option("--shape", shapes, "shape bindings NAME=VALUE[,NAME=VALUE...]");
   app.add_option("--kernel", kernel_name, "only this kernel");
   app.add_option("--emit", emit, "print generated source in a dialect (c, loopir)");
@@ -84,7 +92,21 @@ int run(int argc, char** argv) {
   for (const auto& k : m.kernels) {
     if (!kernel_name.empty() && k.name != kernel_name) continue;
     ShapeBindings b = bind_shapes(k, {}, given);
-    LoopProgram p = lower_to_loops(k, b, h);
+    LoopProgram p;
+    if (pass == "schedule") {
+      std::optional<Schedule> s = schedule_text.empty()
+                                      ? kernel_schedule(k)
+                                      : parse_schedule(schedule_text, "--schedule", SourceLoc{1, 1});
+      if (!s) throw UserError(fmt::format("{}: error: kernel '{}' has no schedule block", input, k.name));
+      p = lower_scheduled(k, b, h, *s);
+    } else if (pass == "auto") {
+      AutoSchedule a = auto_schedule(k, b, h);
+      for (const std::string& r : a.reasons) std::cout << "# " << r << "\n";
+      std::cout << "schedule {\n" << to_text(a.schedule) << "}\n";
+      p = lower_scheduled(k, b, h, a.schedule);
+    } else {
+      p = lower_to_loops(k, b, h);
+    }
     verify(p);
     if (emit.empty()) {
       std::cout << to_string(p);

@@ -202,9 +202,13 @@ std::string vector_text(DType elem, int lanes) {
   s += fmt::format("#ifndef UT_HAVE_{0}\n#define UT_HAVE_{0}\n"
                    "typedef {1} {0} __attribute__((vector_size({2})));\n#endif\n",
                    v, t, bytes);
+  // The splat is an initializer of `lanes` copies: GCC turns that into one broadcast
+  // instruction, where a loop of lane stores becomes a chain of inserts.
+  std::string copies;
+  for (int l = 0; l < lanes; ++l)
+    copies += l ? ", x" : "x";
+  s += fmt::format("static inline {0} {0}_splat({1} x) {{ return ({0}){{{2}}}; }}\n", v, t, copies);
   s += fmt::format(
-      "static inline {0} {0}_splat({1} x) {{ {0} v; for (int l = 0; l < {2}; ++l) v[l] = x; return "
-      "v; }}\n"
       "static inline {0} {0}_load(const {1}* p) {{ {0} v; memcpy(&v, p, sizeof v); return v; }}\n"
       "static inline void {0}_store({1}* p, {0} v) {{ memcpy(p, &v, sizeof v); }}\n"
       "static inline {0} {0}_blend({3} m, {0} a, {0} b) {{ return ({0})((({3})a & m) | (({3})b & "

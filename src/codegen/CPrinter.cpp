@@ -229,6 +229,7 @@ struct BufferView {
   DType dtype;
   std::vector<int64_t> shape;
   bool holds_compute_type; // a register/local allocation of f16/bf16 holds float
+  int vector_lanes = 0;    // > 0: a register tile declared as an array of vectors
 };
 
 class FuncPrinter {
@@ -605,7 +606,7 @@ private:
 
   std::string load(const Expr& e) {
     const BufferView& b = buffer(e->name);
-    std::string v = fmt::format("{}[{}]", names_.buffer(e->name),
+    std::string v = fmt::format("{}[{}]", element_base(e->name, b),
                                 linear_index(clamped_indices(e, b.shape), b.shape));
     if (!b.holds_compute_type && b.dtype == DType::F16) {
       helpers_.need("ut_f16_to_f32");
@@ -729,7 +730,7 @@ private:
     for (const Expr& i : s.indices)
       scatter |= reads_tensor(i);
     if (!scatter) {
-      line(fmt::format("{}[{}] = {};", names_.buffer(s.buffer), linear_index(s.indices, b.shape),
+      line(fmt::format("{}[{}] = {};", element_base(s.buffer, b), linear_index(s.indices, b.shape),
                        strip_parens(stored_value(s.value, b))));
       return;
     }
@@ -808,6 +809,57 @@ private:
     unbind_var(s.var, saved);
   }
 
+  // The lanes of a Register allocation whose every access is one whole, aligned vector
+  // (the innermost index is the variable of a vectorized loop of constant extent that
+  // is a multiple of the lanes); 0 when it must stay a plain array.
+  int register_tile_lanes(const StmtNode& a) {
+    if (a.scope != MemScope::Register || !d_.gcc_vector_extensions || !vector_lane_type(a.dtype) ||
+        a.shape.empty())
+      return 0;
+    int lanes = hcd_.lanes_for(a.dtype);
+    if (lanes < 2 || (lanes & (lanes - 1)) != 0 || a.shape.back() % lanes != 0)
+      return 0;
+    bool ok = true, any = false;
+    std::vector<const StmtNode*> loops;
+    auto check = [&](const std::vector<Expr>& idx) {
+      any = true;
+      if (loops.empty() || idx.empty()) {
+        ok = false;
+        return;
+      }
+      const StmtNode& l = *loops.back();
+      int64_t mn = -1, ext = 0;
+      ok &= l.for_kind == ForKind::Vectorized && const_int(l.min, &mn) && mn == 0 &&
+            const_int(l.extent, &ext) && ext % lanes == 0;
+      ok &= idx.back()->kind == ExprKind::Var && idx.back()->name == l.var;
+      for (size_t k = 0; k + 1 < idx.size(); ++k)
+        ok &= !uses_var(idx[k], l.var);
+    };
+    std::function<void(const Stmt&)> walk = [&](const Stmt& x) {
+      if (x->kind == StmtKind::For)
+        loops.push_back(x.get());
+      if (x->kind == StmtKind::Store && x->buffer == a.buffer)
+        check(x->indices);
+      for (const Expr& e : {x->min, x->extent, x->cond, x->value})
+        if (e)
+          visit(e, [&](const Expr& r) {
+            if (r->kind == ExprKind::Access && r->name == a.buffer)
+              check(r->operands);
+          });
+      for (const Expr& i : x->indices)
+        visit(i, [&](const Expr& r) {
+          if (r->kind == ExprKind::Access && r->name == a.buffer)
+            ok = false;
+        });
+      for (const Stmt& b : x->body)
+        walk(b);
+      if (x->kind == StmtKind::For)
+        loops.pop_back();
+    };
+    walk(a.body[0]);
+    return ok && any ? lanes : 0;
+  }
+
   void alloc(const StmtNode& s) {
     UT_INTERNAL_ASSERT(s.scope != MemScope::Global,
                        "global-scope allocation '" + s.buffer + "' inside a func");
@@ -823,6 +875,18 @@ private:
       shadowed = prev->second;
     buffers_[s.buffer] = {s.dtype, s.shape, wide16};
     const std::string& name = names_.buffer(s.buffer);
+    if (int lanes = register_tile_lanes(s); lanes > 0) {
+      // A register tile only ever touched a whole vector at a time: an array of vectors,
+      // which the host compiler keeps in vector registers once its indices are constant.
+      buffers_[s.buffer].vector_lanes = lanes;
+      line(fmt::format("{} {}[{}];", helpers_.need_vector(s.dtype, lanes), name, elems / lanes));
+      stmt(s.body[0], true);
+      if (shadowed)
+        buffers_[s.buffer] = *shadowed;
+      else
+        buffers_.erase(s.buffer);
+      return;
+    }
     int64_t bytes = elems * (wide16 ? 4 : dtype_bytes(s.dtype));
     bool heap = bytes > 64 * 1024;
     if (heap) {
@@ -876,6 +940,24 @@ private:
     }
     if (s.for_kind == ForKind::Vectorized && d_.gcc_vector_extensions && vector_loop(s))
       return;
+    int64_t mn0 = 0;
+    if (s.for_kind == ForKind::Unrolled && const_int(s.min, &mn0) && const_int(s.extent, &ext) && ext <= 16) {
+      // Unrolled in the source, so a register tile's indices are constants before the
+      // host compiler decides what lives in registers.
+      for (int64_t k = 0; k < ext; ++k) {
+        line("{");
+        ++indent_;
+        bool used = free_names(s.body[0]).vars.count(s.var) > 0;
+        Saved saved = bind_var(s.var, Interval{mn0 + k, mn0 + k});
+        if (used)
+          line(fmt::format("const int64_t {} = {};", v, int_literal(mn0 + k, true)));
+        stmt(s.body[0], true);
+        unbind_var(s.var, saved);
+        --indent_;
+        line("}");
+      }
+      return;
+    }
     if (s.for_kind == ForKind::Unrolled)
       line(fmt::format("#pragma GCC unroll {}",
                        const_int(s.extent, &ext) ? std::min<int64_t>(ext, 64) : 4));
@@ -937,17 +1019,40 @@ private:
                            : fmt::format("{} + {}", expr(s.min), expr(s.extent));
       line(fmt::format("const int64_t {} = {};", end, hi));
     }
-    line(fmt::format("int64_t {} = {};", v, strip_parens(expr(s.min))));
     Saved saved = bind_var(s.var, range);
+    auto print_stores = [&] {
+      for (const StmtNode* st : *stores) {
+        const BufferView& b = buffer(st->buffer);
+        std::string vt = helpers_.need_vector(b.dtype, lanes);
+        std::string value = vexpr(st->value, b.dtype, s.var, lanes);
+        if (b.vector_lanes)
+          line(fmt::format("{}[{}] = {};", names_.buffer(st->buffer),
+                           vector_slot(st->indices, b), value));
+        else
+          line(fmt::format("{}_store(&{}[{}], {});", vt, names_.buffer(st->buffer),
+                           linear_index(st->indices, b.shape), value));
+      }
+    };
+    if (const_bounds && ext % lanes == 0 && ext / lanes <= 4) {
+      // A few whole vectors: straight-line steps with constant offsets.
+      for (int64_t k = 0; k < ext / lanes; ++k) {
+        line("{");
+        ++indent_;
+        line(fmt::format("const int64_t {} = {};", v, int_literal(mn + k * lanes, true)));
+        env_[s.var] = Interval{mn + k * lanes, mn + k * lanes};
+        print_stores();
+        --indent_;
+        line("}");
+      }
+      unbind_var(s.var, saved);
+      --indent_;
+      line("}");
+      return true;
+    }
+    line(fmt::format("int64_t {} = {};", v, strip_parens(expr(s.min))));
     line(fmt::format("for (; {0} + {1} <= {2}; {0} += {1}) {{", v, lanes, end));
     ++indent_;
-    for (const StmtNode* st : *stores) {
-      const BufferView& b = buffer(st->buffer);
-      std::string vt = helpers_.need_vector(b.dtype, lanes);
-      line(fmt::format("{}_store(&{}[{}], {});", vt, names_.buffer(st->buffer),
-                       linear_index(st->indices, b.shape),
-                       vexpr(st->value, b.dtype, s.var, lanes)));
-    }
+    print_stores();
     --indent_;
     line("}");
     if (!const_bounds || ext % lanes != 0) {
@@ -959,6 +1064,19 @@ private:
     --indent_;
     line("}");
     return true;
+  }
+
+  // How scalar code names a buffer's elements (a register tile of vectors through a
+  // pointer to its elements, which GCC's vector types may alias).
+  std::string element_base(const std::string& name, const BufferView& b) {
+    if (!b.vector_lanes)
+      return names_.buffer(name);
+    return fmt::format("(({}*){})", storage_type(b.dtype), names_.buffer(name));
+  }
+
+  // The vector of a register tile holding the element at `indices` (lane 0 of a vector).
+  std::string vector_slot(const std::vector<Expr>& indices, const BufferView& b) {
+    return fmt::format("({}) / {}", linear_index(indices, b.shape), b.vector_lanes);
   }
 
   std::string convert_vector(const std::string& x, DType from, DType to, int lanes) {
@@ -975,6 +1093,8 @@ private:
     switch (e->kind) {
     case ExprKind::Access: {
       const BufferView& b = buffer(e->name);
+      if (b.vector_lanes)
+        return fmt::format("{}[{}]", names_.buffer(e->name), vector_slot(e->operands, b));
       std::string bt = helpers_.need_vector(b.dtype, lanes);
       std::string x = fmt::format("{}_load(&{}[{}])", bt, names_.buffer(e->name),
                                   linear_index(clamped_indices(e, b.shape), b.shape));

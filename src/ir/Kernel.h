@@ -70,6 +70,9 @@ struct Kernel {
   /// Optional `schedule { ... }` block that follows the kernel (Scheduling issue); kept as
   /// raw text here so the core round-trips it.
   std::optional<std::string> schedule_text;
+  /// Where the schedule text starts, for diagnostics (not part of equality).
+  std::string schedule_file;
+  SourceLoc schedule_loc;
 
   const TensorDecl* find_tensor(const std::string& name) const;
   const ParamDecl* find_param(const std::string& name) const;

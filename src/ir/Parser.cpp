@@ -175,7 +175,9 @@ private:
     if (at_ident("schedule")) {
       Token sched = take();
       if (!at(TokenKind::LBrace)) unexpected(peek(), "'{' after 'schedule'");
-      take();
+      Token open = take();
+      k.schedule_loc = SourceLoc{open.loc.line, open.loc.col + 1};
+      k.schedule_file = src_.name;
       k.schedule_text = lexer_.read_braced_raw(sched.loc);
     }
     return k;

@@ -1,6 +1,9 @@
 // Compiling through lowering, codegen and the kernel cache, and running on a device.
 #include "runtime/Session.h"
 
+#include "schedule/ApplySchedule.h"
+#include "schedule/AutoSchedule.h"
+
 #include "ir/Diagnostic.h"
 #include "ir/Verifier.h"
 #include "runtime/Inputs.h"
@@ -81,11 +84,25 @@ std::string Session::compile_options() const {
   return opts;
 }
 
-std::shared_ptr<const CompiledKernel> Session::compile(const Kernel& k, const ShapeBindings& b) {
+std::shared_ptr<const CompiledKernel> Session::compile(const Kernel& k, const ShapeBindings& b,
+                                                       const std::optional<Schedule>& schedule) {
   auto ck = std::make_shared<CompiledKernel>();
   ck->kernel_name = k.name;
   ck->bindings = b;
-  ck->program = lower_to_loops(k, b, device_.hcd());
+  const hcd::Hcd& hcd = device_.hcd();
+  if (schedule) {
+    ck->schedule = *schedule;
+    ck->schedule_origin = schedule->empty() ? "default" : "given";
+  } else if (auto own = kernel_schedule(k)) {
+    ck->schedule = *own;
+    ck->schedule_origin = "kernel";
+  } else {
+    AutoSchedule a = auto_schedule(k, b, hcd);
+    ck->schedule = a.schedule;
+    ck->reasons = a.reasons;
+    ck->schedule_origin = "auto";
+  }
+  ck->program = ck->schedule.empty() ? lower_to_loops(k, b, hcd) : lower_scheduled(k, b, hcd, ck->schedule);
   verify(ck->program);
   ck->source = generate_source(ck->program, device_.hcd());
   UT_INTERNAL_ASSERT(ck->source.entries.size() == ck->program.funcs.size(),

@@ -11,6 +11,7 @@
 #include "runtime/Device.h"
 #include "runtime/KernelCache.h"
 #include "runtime/Tensor.h"
+#include "schedule/Schedule.h"
 
 #include <map>
 #include <memory>
@@ -29,6 +30,9 @@ struct CompiledKernel {
   CacheKey key;
   std::vector<DeviceKernel> entries; // one per program.funcs, same order
   std::vector<LaunchDims> launch;    // launch_dims of each func
+  Schedule schedule;                 // what was applied (empty: the plain default lowering)
+  std::string schedule_origin;       // "default", "kernel", "auto", "given", "tuned"
+  std::vector<std::string> reasons;  // the auto-scheduler's explanation, when it chose
 };
 
 /// Device-timed runs of `--repeat N`: one warm-up, then N runs each between two timer
@@ -56,7 +60,12 @@ public:
 
   /// Lower `k` under `b`, generate source for the device's HCD, then load the binary
   /// from the cache or compile it. `k` must be verified (parse_module does that).
-  std::shared_ptr<const CompiledKernel> compile(const Kernel& k, const ShapeBindings& b);
+  /// The schedule: `schedule` when given (an empty one means the plain default
+  /// lowering, which reference runs use), else the kernel's own `schedule { }` block,
+  /// else the best record of the tuning database when one is attached, else the
+  /// auto-scheduler's.
+  std::shared_ptr<const CompiledKernel> compile(const Kernel& k, const ShapeBindings& b,
+                                                const std::optional<Schedule>& schedule = std::nullopt);
 
   /// Run every func in order on `inputs` (every Input buffer, with the declared dtype
   /// and concrete shape) and `params` (every runtime param). With `repeat` > 0 the

@@ -29,6 +29,13 @@ std::vector<int64_t> concrete_shape(const Kernel& k, const std::string& name,
 /// unit-stride, the outermost spatial loop on the grid, reductions accumulated in the
 /// compute type. Unguarded accesses that can leave their tensor for these shapes are a
 /// UserError naming the access and the range. `hcd` may be used for vector width.
-LoopProgram lower_to_loops(const Kernel& k, const ShapeBindings& b, const hcd::Hcd& hcd);
+struct LowerOptions {
+  /// Lower an in-place reduction (`C[i,j] += ...` accumulating in C) as two launches:
+  /// `<kernel>_<n>_init` stores the identity, `<kernel>_<n>` is the update as one perfect
+  /// nest with no grid loop, ready for schedule primitives.
+  bool separate_init = false;
+};
+LoopProgram lower_to_loops(const Kernel& k, const ShapeBindings& b, const hcd::Hcd& hcd,
+                           const LowerOptions& options = {});
 
 } // namespace unitile

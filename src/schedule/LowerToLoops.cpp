@@ -185,9 +185,15 @@ Stmt lower_indirect_store(const Kernel& k, const Comprehension& c, const TensorD
   return body;
 }
 
-Stmt lower_comprehension(const Kernel& k, const Comprehension& original, const ShapeBindings& b,
-                         const std::set<std::string>& names, const ConcreteShapes& shapes,
-                         const hcd::Hcd& hcd) {
+// The init nest of an in-place reduction, when it is lowered as a launch of its own.
+struct Lowered {
+  Stmt init; // may be null
+  Stmt main;
+};
+
+Lowered lower_comprehension(const Kernel& k, const Comprehension& original, const ShapeBindings& b,
+                            const std::set<std::string>& names, const ConcreteShapes& shapes,
+                            const hcd::Hcd& hcd, const LowerOptions& options) {
   const Comprehension c = with_unique_vars(k, original);
   const TensorDecl* out = k.find_tensor(c.output);
   UT_INTERNAL_ASSERT(out != nullptr, "comprehension writes unknown tensor '" + c.output + "'");
@@ -207,7 +213,7 @@ Stmt lower_comprehension(const Kernel& k, const Comprehension& original, const S
   };
   for (const std::string& v : c.indices) add_range(v);
   for (const std::string& v : c.reduction_vars) add_range(v);
-  if (c.is_indirect_store()) return lower_indirect_store(k, c, *out, b, names, shapes, loops, hcd);
+  if (c.is_indirect_store()) return {nullptr, lower_indirect_store(k, c, *out, b, names, shapes, loops, hcd)};
 
   std::vector<Expr> out_index;
   for (size_t n = 0; n < c.indices.size(); ++n)
@@ -223,7 +229,7 @@ Stmt lower_comprehension(const Kernel& k, const Comprehension& original, const S
   auto store_out = [&](Expr v) { return store(c.output, out_index, std::move(v)); };
 
   if (plan.accumulate == AccumulateIn::Nothing)
-    return nest.wrap(plan.order, store_out(cast_to(out->dtype, value)));
+    return {nullptr, nest.wrap(plan.order, store_out(cast_to(out->dtype, value)))};
 
   auto is_spatial = [&](const std::string& v) {
     return std::find(c.indices.begin(), c.indices.end(), v) != c.indices.end();
@@ -236,10 +242,25 @@ Stmt lower_comprehension(const Kernel& k, const Comprehension& original, const S
     std::vector<std::string> init_vars;
     for (const std::string& v : inside)
       if (is_spatial(v)) init_vars.push_back(v);
+    if (options.separate_init) {
+      // Two launches: the identity over the whole output (on the grid), then the update
+      // nest as one plain perfect nest that a schedule is free to tile and reorder.
+      std::vector<std::string> spatial_order;
+      for (const std::string& v : plan.order)
+        if (is_spatial(v)) spatial_order.push_back(v);
+      Stmt init = nest.wrap(spatial_order, store_out(identity(c.reduce, out->dtype)));
+      Stmt update = store_out(combine(c.reduce, out_access, value));
+      for (size_t n = plan.order.size(); n-- > 0;)
+        update = for_loop(plan.order[n], int_imm(0), int_imm(loops.at(plan.order[n])),
+                          n + 1 == plan.order.size() && plan.vectorize_innermost ? ForKind::Vectorized
+                                                                                 : ForKind::Serial,
+                          update);
+      return {init, update};
+    }
     Stmt init = nest.wrap(init_vars, store_out(identity(c.reduce, out->dtype)));
     Stmt update = nest.wrap(inside, store_out(combine(c.reduce, out_access, value)));
     Stmt body = block({init, update});
-    return grid_var.empty() ? body : nest.wrap({grid_var}, body);
+    return {nullptr, grid_var.empty() ? body : nest.wrap({grid_var}, body)};
   }
 
   // Register accumulator: [spatial][reduction], partial result in the compute type.
@@ -253,12 +274,13 @@ Stmt lower_comprehension(const Kernel& k, const Comprehension& original, const S
                        block({store(acc, {int_imm(0)}, identity(c.reduce, acc_t)), reduce_nest,
                               store_out(cast_to(out->dtype, acc0))}));
   body = nest.wrap(spatial_inside, body);
-  return grid_var.empty() ? body : nest.wrap({grid_var}, body);
+  return {nullptr, grid_var.empty() ? body : nest.wrap({grid_var}, body)};
 }
 
 } // namespace
 
-LoopProgram lower_to_loops(const Kernel& k, const ShapeBindings& b, const hcd::Hcd& hcd) {
+LoopProgram lower_to_loops(const Kernel& k, const ShapeBindings& b, const hcd::Hcd& hcd,
+                           const LowerOptions& options) {
   LoopProgram p;
   p.kernel = k.name;
   ConcreteShapes shapes;
@@ -272,9 +294,11 @@ LoopProgram lower_to_loops(const Kernel& k, const ShapeBindings& b, const hcd::H
     if (!specialized.count(prm.name)) p.params.push_back(prm);
 
   const std::set<std::string> names = bound_names(k);
-  for (size_t n = 0; n < k.body.size(); ++n)
-    p.funcs.push_back(LoopFunc{fmt::format("{}_{}", k.name, n),
-                               lower_comprehension(k, k.body[n], b, names, shapes, hcd)});
+  for (size_t n = 0; n < k.body.size(); ++n) {
+    Lowered l = lower_comprehension(k, k.body[n], b, names, shapes, hcd, options);
+    if (l.init) p.funcs.push_back(LoopFunc{fmt::format("{}_{}_init", k.name, n), l.init});
+    p.funcs.push_back(LoopFunc{fmt::format("{}_{}", k.name, n), l.main});
+  }
   return p;
 }
 

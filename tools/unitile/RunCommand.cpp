@@ -136,7 +136,7 @@ int run_command(const CommonOptions& co, const RunOptions& ro) {
       }
     }
     if (reference) {
-      auto ref_compiled = reference->compile(*k, b);
+      auto ref_compiled = reference->compile(*k, b, Schedule{}); // the plain default lowering: an independent reference
       RunResult ref = reference->run(*ref_compiled, inputs, params, 0);
       const CheckReport report =
           compare_outputs(order, result.outputs, ref.outputs, longest_reduction_extent(*k, b));

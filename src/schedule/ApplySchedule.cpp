@@ -1,0 +1,145 @@
+// Applies a schedule's primitives to the lowered loops of a kernel (see ApplySchedule.h).
+#include "schedule/ApplySchedule.h"
+
+#include "ir/Verifier.h"
+#include "schedule/Lower.h"
+#include "schedule/LoopRewrite.h"
+#include "schedule/Primitives.h"
+
+#include <fmt/core.h>
+#include <fmt/ranges.h>
+
+namespace unitile {
+
+namespace {
+
+bool stores_to(const Stmt& s, const std::string& b) {
+  if (s->kind == StmtKind::Store && s->buffer == b) return true;
+  for (const Stmt& c : s->body)
+    if (stores_to(c, b)) return true;
+  return false;
+}
+
+bool touches(const Stmt& s, const std::string& b) {
+  bool found = stores_to(s, b);
+  std::function<void(const Stmt&)> walk = [&](const Stmt& x) {
+    for (const Expr& e : {x->min, x->extent, x->cond, x->value})
+      if (e) visit(e, [&](const Expr& a) { found |= a->kind == ExprKind::Access && a->name == b; });
+    for (const Expr& i : x->indices) visit(i, [&](const Expr& a) { found |= a->kind == ExprKind::Access && a->name == b; });
+    for (const Stmt& c : x->body) walk(c);
+  };
+  walk(s);
+  return found;
+}
+
+bool is_init(const LoopFunc& f) { return f.name.size() > 5 && f.name.ends_with("_init"); }
+
+Stmt apply_one(const LoopProgram& p, const Stmt& body, const Primitive& x, const hcd::Hcd& hcd) {
+  switch (x.kind) {
+  case PrimitiveKind::Split: {
+    const std::string& v = x.vars[0];
+    return split_loop(body, v, x.factors[0], x.outer.empty() ? v + "_o" : x.outer,
+                      x.inner.empty() ? v + "_i" : x.inner);
+  }
+  case PrimitiveKind::Tile: {
+    Stmt r = body;
+    std::vector<std::string> order;
+    for (size_t n = 0; n < x.vars.size(); ++n) {
+      r = split_loop(r, x.vars[n], x.factors[n], x.vars[n] + "_o", x.vars[n] + "_i");
+      order.push_back(x.vars[n] + "_o");
+    }
+    for (const std::string& v : x.vars) order.push_back(v + "_i");
+    return x.vars.size() > 1 ? reorder_loops(r, order) : r;
+  }
+  case PrimitiveKind::Reorder: return reorder_loops(body, x.vars);
+  case PrimitiveKind::Fuse:
+    return fuse_loops(body, x.vars[0], x.vars[1], x.outer.empty() ? x.vars[0] + "_" + x.vars[1] : x.outer);
+  case PrimitiveKind::Parallel: return parallelize_loop(body, x.vars[0]);
+  case PrimitiveKind::Vectorize: return vectorize_loop(body, x.vars[0]);
+  case PrimitiveKind::Unroll: return unroll_loop(body, x.vars[0]);
+  case PrimitiveKind::Bind: return bind_loop(body, x.vars[0], x.bind);
+  case PrimitiveKind::Stage: return stage_buffer(p, body, x.buffer, x.scope, x.at);
+  case PrimitiveKind::CacheWrite: return cache_write(p, body, x.buffer, x.scope, x.at);
+  case PrimitiveKind::MicroKernel: return micro_kernel(p, body, x.at, hcd);
+  case PrimitiveKind::ComputeAt:
+  case PrimitiveKind::Inline: break;
+  }
+  internal_fail(__FILE__, __LINE__, "program-level primitive applied to one func");
+}
+
+// The loops a primitive names: it applies to the funcs that have all of them.
+std::vector<std::string> named_loops(const Primitive& x) {
+  if (!x.at.empty()) return {x.at};
+  return x.vars;
+}
+
+bool has_loops(const LoopFunc& f, const std::vector<std::string>& loops) {
+  for (const std::string& l : loops)
+    if (find_loops(f.body, l).empty()) return false;
+  return !loops.empty();
+}
+
+UserError located(const Primitive& x, const Kernel& k, const UserError& e) {
+  std::string msg = e.what();
+  if (msg.starts_with("error: ")) msg = msg.substr(7);
+  if (msg.ends_with("\n")) msg.pop_back();
+  return UserError(Diagnostic{k.schedule_file, x.loc, msg, "see `unitile compile --explain` for the loops a kernel has", {}, 1});
+}
+
+} // namespace
+
+std::optional<Schedule> kernel_schedule(const Kernel& k) {
+  if (!k.schedule_text) return std::nullopt;
+  return parse_schedule(*k.schedule_text, k.schedule_file, k.schedule_loc);
+}
+
+LoopProgram lower_scheduled(const Kernel& kernel, const ShapeBindings& b, const hcd::Hcd& hcd,
+                            const Schedule& s) {
+  Kernel k = kernel;
+  for (const Primitive& x : s.primitives)
+    if (x.kind == PrimitiveKind::Inline) {
+      try {
+        k = inline_local(k, x.buffer);
+      } catch (const UserError& e) {
+        throw located(x, kernel, e);
+      }
+    }
+  LoopProgram p = lower_to_loops(k, b, hcd, LowerOptions{true});
+  for (const Primitive& x : s.primitives) {
+    if (x.kind == PrimitiveKind::Inline) continue;
+    try {
+      if (x.kind == PrimitiveKind::ComputeAt) {
+        p = compute_at(p, x.buffer, x.at);
+        continue;
+      }
+      const std::vector<std::string> loops = named_loops(x);
+      int applied = 0;
+      for (LoopFunc& f : p.funcs) {
+        if (!x.on.empty() ? (is_init(f) || !stores_to(f.body, x.on)) : !has_loops(f, loops))
+          continue;
+        // Without `on`, primitives about a buffer or a contraction skip the launches they
+        // cannot concern (an init launch, one that never touches the buffer).
+        if (x.on.empty() && is_init(f) && x.kind != PrimitiveKind::Split && x.kind != PrimitiveKind::Tile) continue;
+        if (x.on.empty() && (x.kind == PrimitiveKind::Stage || x.kind == PrimitiveKind::CacheWrite) &&
+            !touches(f.body, x.buffer))
+          continue;
+        f.body = apply_one(p, f.body, x, hcd);
+        ++applied;
+      }
+      if (!applied)
+        throw UserError(x.on.empty()
+                            ? fmt::format("error: schedule: {}: kernel '{}' has no loop '{}' (after the "
+                                          "primitives before it)",
+                                          primitive_name(x.kind), k.name, fmt::join(loops, "', '"))
+                            : fmt::format("error: schedule: {}: no statement of kernel '{}' writes '{}'",
+                                          primitive_name(x.kind), k.name, x.on));
+    } catch (const UserError& e) {
+      throw located(x, kernel, e);
+    }
+  }
+  for (LoopFunc& f : p.funcs) f.body = partition_tails(f.body);
+  verify(p);
+  return p;
+}
+
+} // namespace unitile

@@ -1,0 +1,323 @@
+// The auto-scheduler (see AutoSchedule.h).
+//
+// Decisions, all from the HCD:
+// - Contractions written as an in-place reduction over a unit-stride output row
+//   (`C[.., i, j] += A[.., i, k] * B[.., k, j]`) get a register-blocked GEMM schedule:
+//   an mr x nr output tile in vector registers (nr a multiple of the lanes, mr as many
+//   rows as the register file holds next to one B row and one A broadcast), a reduction
+//   block kc whose A and B micro-panels fit in L1, an output block mc x nc whose packed
+//   panels fit in L2, A and B packed per block, blocks spread over the compute units.
+// - Every other launch whose outermost loop is spatial runs it in parallel.
+// - A per-slice statement chain (softmax's max, sum, normalise) runs as one launch:
+//   each local that the next statement reads at the same outer index is computed there.
+#include "schedule/AutoSchedule.h"
+
+#include "schedule/ApplySchedule.h"
+#include "schedule/Lower.h"
+#include "schedule/LoopRewrite.h"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+namespace unitile {
+
+namespace {
+
+int64_t round_down(int64_t x, int64_t m) { return std::max(m, x / m * m); }
+int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+int64_t pow2_floor(int64_t x) {
+  int64_t p = 1;
+  while (p * 2 <= x) p *= 2;
+  return p;
+}
+
+// Data cache sizes for tiling: the first two non-register levels (L1, L2 on a CPU).
+std::pair<int64_t, int64_t> cache_sizes(const hcd::Hcd& h) {
+  std::vector<int64_t> sizes;
+  for (const hcd::MemoryLevel& l : h.memory)
+    if (l.scope != "register" && l.scope != "global" && l.size_bytes > 0) sizes.push_back(l.size_bytes);
+  int64_t l1 = sizes.size() > 0 ? sizes[0] : 32 * 1024;
+  int64_t l2 = sizes.size() > 1 ? sizes[1] : 8 * l1;
+  return {l1, l2};
+}
+
+std::string kib(int64_t bytes) {
+  return bytes % 1024 == 0 ? fmt::format("{} KiB", bytes / 1024) : fmt::format("{:.1f} KiB", bytes / 1024.0);
+}
+
+std::vector<std::string> read_tensors(const Expr& value) {
+  std::vector<std::string> out;
+  visit(value, [&](const Expr& e) {
+    if (e->kind == ExprKind::Access && std::find(out.begin(), out.end(), e->name) == out.end()) out.push_back(e->name);
+  });
+  return out;
+}
+
+} // namespace
+
+bool gemm_tiling_fits(const GemmSite& s, const GemmTiling& t, const hcd::Hcd& h, std::string* why) {
+  const int lanes = std::max(1, h.lanes_for(s.dtype));
+  const int64_t bytes = dtype_bytes(s.dtype);
+  const int64_t vectors = (t.nr + lanes - 1) / lanes;
+  auto [l1, l2] = cache_sizes(h);
+  auto fail = [&](std::string w) {
+    if (why) *why = std::move(w);
+    return false;
+  };
+  if (t.mr < 1 || t.nr < 1 || t.kc < 1 || t.mc < t.mr || t.nc < t.nr || t.mc % t.mr || t.nc % t.nr)
+    return fail("tile sizes must be positive and mc, nc multiples of mr, nr");
+  if (t.mr * vectors + vectors + 1 > h.vector_registers)
+    return fail(fmt::format("a {}x{} register tile needs {} vector registers, the HCD has {}", t.mr, t.nr,
+                            t.mr * vectors + vectors + 1, h.vector_registers));
+  if ((t.mr + t.nr) * t.kc * bytes > l1)
+    return fail(fmt::format("micro-panels of {} exceed L1 ({})", kib((t.mr + t.nr) * t.kc * bytes), kib(l1)));
+  if ((t.mc + t.nc) * t.kc * bytes > 2 * l2)
+    return fail(fmt::format("packed panels of {} exceed twice L2 ({})", kib((t.mc + t.nc) * t.kc * bytes), kib(l2)));
+  return true;
+}
+
+std::vector<GemmSite> gemm_sites(const Kernel& k, const ShapeBindings& b, const hcd::Hcd& h) {
+  std::vector<GemmSite> sites;
+  LoopProgram p = lower_to_loops(k, b, h, LowerOptions{true});
+  for (size_t n = 0; n < k.body.size(); ++n) {
+    const std::string name = fmt::format("{}_{}", k.name, n);
+    bool has_init = false;
+    const LoopFunc* f = nullptr;
+    for (const LoopFunc& x : p.funcs) {
+      has_init |= x.name == name + "_init";
+      if (x.name == name) f = &x;
+    }
+    if (!has_init || !f) continue;
+    std::vector<const StmtNode*> chain;
+    const StmtNode* s = f->body.get();
+    while (s->kind == StmtKind::For && s->body.size() == 1) {
+      chain.push_back(s);
+      s = s->body[0].get();
+    }
+    if (s->kind != StmtKind::Store || chain.size() < 3) continue;
+    const LoopBuffer* out = p.find_buffer(s->buffer);
+    if (!out || (out->dtype != DType::F32 && out->dtype != DType::F64)) continue;
+    if (s->value->kind != ExprKind::Binary || s->value->binary_op != BinaryOp::Add) continue;
+    const StmtNode* inner = chain.back();
+    if (inner->for_kind != ForKind::Vectorized || s->indices.size() < 2) continue;
+    const Expr& last = s->indices.back();
+    const Expr& row = s->indices[s->indices.size() - 2];
+    if (last->kind != ExprKind::Var || last->name != inner->var || row->kind != ExprKind::Var) continue;
+    GemmSite site;
+    site.statement = n;
+    site.output = s->buffer;
+    site.j = inner->var;
+    site.i = row->name;
+    site.dtype = out->dtype;
+    std::set<std::string> spatial;
+    for (const Expr& i : s->indices)
+      if (i->kind == ExprKind::Var) spatial.insert(i->name);
+    bool ok = spatial.size() == s->indices.size();
+    std::vector<std::string> reductions;
+    for (const StmtNode* l : chain) {
+      auto ext = const_int_value(l->extent);
+      ok &= ext.has_value();
+      if (!spatial.count(l->var)) reductions.push_back(l->var);
+      else if (l->var != site.i && l->var != site.j) site.batch.push_back(l->var);
+      if (ext && l->var == site.i) site.M = *ext;
+      if (ext && l->var == site.j) site.N = *ext;
+    }
+    if (!ok || reductions.size() != 1) continue;
+    site.k = reductions[0];
+    for (const StmtNode* l : chain)
+      if (l->var == site.k) site.K = *const_int_value(l->extent);
+    // Reads: unguarded; each either unit-stride in j or independent of it.
+    const Expr& addend = s->value->operands[1];
+    bool reads_ok = true;
+    visit(addend, [&](const Expr& e) {
+      if (e->kind != ExprKind::Access) return;
+      if (e->guard || e->name == site.output) reads_ok = false;
+      bool moves = false;
+      for (const Expr& i : e->operands) moves |= depends_on(i, site.j);
+      if (moves && !unit_stride_in(e, site.j)) reads_ok = false;
+    });
+    if (!reads_ok) continue;
+
+    // Analytic tiling.
+    const int lanes = std::max(1, h.lanes_for(site.dtype));
+    const int64_t bytes = dtype_bytes(site.dtype);
+    GemmTiling& t = site.tiling;
+    int64_t nv = site.N >= 2 * lanes ? 2 : 1;
+    if (site.N < lanes) continue;
+    t.nr = nv * lanes;
+    t.mr = std::max<int64_t>(1, std::min<int64_t>((h.vector_registers - nv - 1) / nv, 8));
+    t.mr = std::min(t.mr, site.M);
+    auto [l1, l2] = cache_sizes(h);
+    t.kc = std::max<int64_t>(8, pow2_floor(l1 * 3 / 4 / ((t.mr + t.nr) * bytes)));
+    if (site.K <= t.kc * 3 / 2) t.kc = site.K;
+    t.mc = std::min(round_down(l2 / 2 / (t.kc * bytes), t.mr), round_up(site.M, t.mr));
+    t.nc = std::min(round_down(l2 / 2 / (t.kc * bytes), t.nr), round_up(site.N, t.nr));
+    // Equal blocks: as many as the cache sizes ask for, then as even as the tile allows.
+    auto balance = [](int64_t total, int64_t block, int64_t multiple) {
+      int64_t n = (total + block - 1) / block;
+      return round_up((total + n - 1) / n, multiple);
+    };
+    if (t.kc < site.K) t.kc = balance(site.K, t.kc, 4);
+    t.mc = balance(site.M, t.mc, t.mr);
+    t.nc = balance(site.N, t.nc, t.nr);
+    int64_t batch = 1;
+    for (const StmtNode* l : chain)
+      if (std::find(site.batch.begin(), site.batch.end(), l->var) != site.batch.end()) batch *= *const_int_value(l->extent);
+    auto tasks = [&] { return batch * ((site.M + t.mc - 1) / t.mc) * ((site.N + t.nc - 1) / t.nc); };
+    while (tasks() < 2 * h.units && t.mc > 4 * t.mr) t.mc = balance(site.M, round_down(t.mc / 2, t.mr), t.mr);
+    while (tasks() < 2 * h.units && t.nc > 4 * t.nr) t.nc = balance(site.N, round_down(t.nc / 2, t.nr), t.nr);
+    sites.push_back(site);
+  }
+  return sites;
+}
+
+std::vector<Primitive> gemm_schedule(const GemmSite& s, const GemmTiling& t) {
+  std::vector<Primitive> out;
+  auto prim = [&](PrimitiveKind k) {
+    Primitive p;
+    p.kind = k;
+    p.on = s.output;
+    return p;
+  };
+  auto split = [&](const std::string& v, int64_t f, const std::string& o, const std::string& i) {
+    Primitive p = prim(PrimitiveKind::Split);
+    p.vars = {v};
+    p.factors = {f};
+    p.outer = o;
+    p.inner = i;
+    out.push_back(p);
+  };
+  const std::string &i = s.i, &j = s.j, &k = s.k;
+  split(i, t.mc, i + "_o", i + "_t");
+  split(j, t.nc, j + "_o", j + "_t");
+  split(k, t.kc, k + "_o", k + "_i");
+  split(i + "_t", t.mr, i + "_m", i + "_r");
+  split(j + "_t", t.nr, j + "_m", j + "_r");
+  Primitive order = prim(PrimitiveKind::Reorder);
+  order.vars = s.batch;
+  for (const char* v : {"i_o", "j_o", "k_o", "j_m", "i_m", "k_i", "i_r", "j_r"}) {
+    std::string name = v;
+    char which = name[0];
+    std::string base = which == 'i' ? i : which == 'j' ? j : k;
+    order.vars.push_back(base + name.substr(1));
+  }
+  out.push_back(order);
+  Primitive fuse = prim(PrimitiveKind::Fuse);
+  fuse.vars = {i + "_o", j + "_o"};
+  fuse.outer = i + "_" + j + "_o";
+  out.push_back(fuse);
+  std::string task = fuse.outer;
+  for (size_t n = s.batch.size(); n-- > 0;) {
+    Primitive f = prim(PrimitiveKind::Fuse);
+    f.vars = {s.batch[n], task};
+    f.outer = s.batch[n] + "_" + task;
+    out.push_back(f);
+    task = f.outer;
+  }
+  Primitive par = prim(PrimitiveKind::Parallel);
+  par.vars = {task};
+  out.push_back(par);
+  (void)t;
+  return out;
+}
+
+AutoSchedule auto_schedule(const Kernel& k, const ShapeBindings& b, const hcd::Hcd& h) {
+  AutoSchedule a;
+  Schedule& s = a.schedule;
+  auto try_add = [&](const std::vector<Primitive>& prims) {
+    Schedule trial = s;
+    trial.primitives.insert(trial.primitives.end(), prims.begin(), prims.end());
+    try {
+      lower_scheduled(k, b, h, trial);
+    } catch (const UserError&) {
+      return false;
+    }
+    s = trial;
+    return true;
+  };
+  auto [l1, l2] = cache_sizes(h);
+  std::set<size_t> gemm_statements;
+  for (const GemmSite& site : gemm_sites(k, b, h)) {
+    const GemmTiling& t = site.tiling;
+    std::vector<Primitive> prims = gemm_schedule(site, t);
+    // Pack the operands and block the registers; each step only when it applies.
+    const Comprehension& c = k.body[site.statement];
+    if (!try_add(prims)) continue;
+    gemm_statements.insert(site.statement);
+    for (const std::string& r : read_tensors(c.value)) {
+      Primitive st;
+      st.kind = PrimitiveKind::Stage;
+      st.buffer = r;
+      st.scope = MemScope::Local;
+      st.at = site.k + "_o";
+      st.on = site.output;
+      try_add({st});
+    }
+    Primitive mk;
+    mk.kind = PrimitiveKind::MicroKernel;
+    mk.at = site.i + "_m";
+    mk.on = site.output;
+    bool blocked = try_add({mk});
+    const int lanes = std::max(1, h.lanes_for(site.dtype));
+    const int64_t bytes = dtype_bytes(site.dtype);
+    const int64_t vectors = (t.nr + lanes - 1) / lanes;
+    a.reasons.push_back(fmt::format(
+        "{} (statement {}): contraction {}x{}x{} over '{}', register-blocked GEMM{}", site.output,
+        site.statement, site.M, site.N, site.K, site.k, blocked ? "" : " (micro-kernel did not apply)"));
+    a.reasons.push_back(fmt::format(
+        "  registers: {}x{} tile = {} accumulators of {} x {} lanes + {} for a B row + 1 A broadcast = {} of {} "
+        "vector registers ({}-bit)",
+        t.mr, t.nr, t.mr * vectors, vectors, lanes, vectors, t.mr * vectors + vectors + 1, h.vector_registers,
+        h.vector_bits));
+    a.reasons.push_back(fmt::format("  L1: kc={} so the A ({}x{}) and B ({}x{}) micro-panels take {} of {}", t.kc,
+                                    t.mr, t.kc, t.kc, t.nr, kib((t.mr + t.nr) * t.kc * bytes), kib(l1)));
+    a.reasons.push_back(fmt::format("  L2: block mc={} x nc={}: packed A {} + packed B {} against L2 {}", t.mc, t.nc,
+                                    kib(t.mc * t.kc * bytes), kib(t.nc * t.kc * bytes), kib(l2)));
+    int64_t tasks = ((site.M + t.mc - 1) / t.mc) * ((site.N + t.nc - 1) / t.nc);
+    a.reasons.push_back(fmt::format("  threads: {} parallel blocks{} over {} compute units", tasks,
+                                    site.batch.empty() ? "" : " per batch", h.units));
+  }
+  // Per-slice chains in one launch.
+  for (size_t n = 0; n + 1 < k.body.size(); ++n) {
+    const Comprehension& c = k.body[n];
+    const TensorDecl* t = k.find_tensor(c.output);
+    if (!t || t->role != TensorRole::Local || gemm_statements.count(n)) continue;
+    const Comprehension& next = k.body[n + 1];
+    if (next.indices.empty()) continue;
+    Primitive ca;
+    ca.kind = PrimitiveKind::ComputeAt;
+    ca.buffer = c.output;
+    ca.at = next.indices[0];
+    if (try_add({ca}))
+      a.reasons.push_back(fmt::format("{}: computed inside the loop '{}' of the statement writing {} (one launch, "
+                                      "the slice stays in L1)",
+                                      c.output, ca.at, next.output));
+  }
+  // Everything else: the outermost spatial loop in parallel.
+  LoopProgram p = lower_scheduled(k, b, h, s);
+  for (const LoopFunc& f : p.funcs) {
+    if (f.body->kind != StmtKind::For || f.body->for_kind != ForKind::Serial) continue;
+    Primitive par;
+    par.kind = PrimitiveKind::Parallel;
+    par.vars = {f.body->var};
+    // Name the launch by what it writes, so only it is affected.
+    std::function<std::string(const Stmt&)> written = [&](const Stmt& x) -> std::string {
+      if (x->kind == StmtKind::Store && p.find_buffer(x->buffer)) return x->buffer;
+      for (const Stmt& c : x->body)
+        if (auto w = written(c); !w.empty()) return w;
+      return {};
+    };
+    par.on = written(f.body);
+    if (try_add({par}))
+      a.reasons.push_back(fmt::format("{}: loop '{}' ({} iterations) in parallel over {} compute units", par.on,
+                                      par.vars[0], *const_int_value(f.body->extent), h.units));
+  }
+  if (a.reasons.empty()) a.reasons.push_back("default schedule: nothing to block or fuse");
+  a.reasons.push_back(fmt::format("vector width: {} bits ({} f32 lanes)", h.vector_bits, h.lanes_for(DType::F32)));
+  return a;
+}
+
+} // namespace unitile

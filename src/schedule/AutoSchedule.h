@@ -1,0 +1,50 @@
+// The auto-scheduler: the schedule every kernel gets without user input, derived from
+// the HCD alone (cache sizes, vector lanes and registers, compute units), never from a
+// device's name.
+#pragma once
+
+#include "hcd/Hcd.h"
+#include "ir/Kernel.h"
+#include "schedule/Schedule.h"
+
+#include <string>
+#include <vector>
+
+namespace unitile {
+
+/// Sizes of a register-blocked contraction schedule; the tuner searches around them.
+struct GemmTiling {
+  int64_t mr = 0, nr = 0; // register tile
+  int64_t kc = 0;         // reduction block (micro-panels in L1)
+  int64_t mc = 0, nc = 0; // output block per parallel task (packed panels in L2)
+  bool pack_a = true, pack_b = true;
+};
+
+struct AutoSchedule {
+  Schedule schedule;
+  /// Why: one line per decision (working set per memory level, vector width, registers
+  /// used, threads), for `unitile compile --explain`.
+  std::vector<std::string> reasons;
+};
+
+/// Choose the schedule of `k` under bindings `b` for `hcd`.
+AutoSchedule auto_schedule(const Kernel& k, const ShapeBindings& b, const hcd::Hcd& hcd);
+
+/// The contraction statements of `k` that a register-blocked GEMM schedule applies to:
+/// for each, its statement index and the analytic tiling. `gemm_schedule` turns a
+/// (possibly tuned) tiling into primitives.
+struct GemmSite {
+  size_t statement = 0;
+  std::string output;             // the tensor it writes
+  std::vector<std::string> batch; // spatial loops outside i
+  std::string i, j, k;            // rows, columns (unit stride), reduction
+  int64_t M = 0, N = 0, K = 0;
+  DType dtype = DType::F32;
+  GemmTiling tiling;
+};
+std::vector<GemmSite> gemm_sites(const Kernel& k, const ShapeBindings& b, const hcd::Hcd& hcd);
+std::vector<Primitive> gemm_schedule(const GemmSite& site, const GemmTiling& t);
+/// The tiling fits the HCD (register file, L1, L2); when not, `why` says which limit.
+bool gemm_tiling_fits(const GemmSite& site, const GemmTiling& t, const hcd::Hcd& hcd, std::string* why);
+
+} // namespace unitile

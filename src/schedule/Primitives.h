@@ -1,0 +1,86 @@
+// The schedule primitives, each a pass over one func's Loop IR in a file of its name.
+//
+// They rewrite loop nests and never change what a kernel computes: each checks that it
+// is legal where it is applied (the loops exist, are perfectly nested, a parallel loop's
+// iterations write disjoint elements, a staged buffer is only read, ...) and throws a
+// UserError naming the primitive and the reason when it is not. A primitive that names
+// a loop applies to every loop of that name in the func (the init and update nests of a
+// reduction share their spatial names, and both must be split the same way).
+#pragma once
+
+#include "hcd/Hcd.h"
+#include "ir/Kernel.h"
+#include "ir/Loop.h"
+
+#include <string>
+#include <vector>
+
+namespace unitile {
+
+/// split: `for v in 0..E` -> `for outer in 0..ceil(E/f) { for inner in 0..f }`, v =
+/// outer*f + inner. A factor that does not divide E leaves a tail: the inner extent is
+/// `min(f, E - outer*f)` (partition_tails later gives the full tiles constant extents).
+Stmt split_loop(const Stmt& body, const std::string& v, int64_t factor, const std::string& outer,
+                const std::string& inner);
+
+/// reorder: permute the named loops within each perfect nest that holds all of them;
+/// loops not named keep their places. A loop whose bounds depend on a loop that would
+/// end up inside it cannot move there.
+Stmt reorder_loops(const Stmt& body, const std::vector<std::string>& order);
+
+/// fuse: perfectly nested `a { b }` with constant extents -> one loop `fused` of
+/// extent Ea*Eb (a = fused // Eb, b = fused % Eb).
+Stmt fuse_loops(const Stmt& body, const std::string& a, const std::string& b, const std::string& fused);
+
+/// parallel: loop v, outermost in its func (inside other grid loops only), runs its
+/// iterations on the device's compute units: it becomes the next free grid axis. Every
+/// store to memory outside the loop must depend on v, so iterations never race.
+Stmt parallelize_loop(const Stmt& body, const std::string& v);
+
+/// Why loop v's iterations cannot run in parallel (a store that does not move with v),
+/// or empty when they can.
+std::string parallel_conflict(const Stmt& body, const std::string& v);
+
+/// vectorize: loop v, innermost, runs as SIMD lanes (the printer picks the lanes of the
+/// HCD and falls back to scalar code it cannot vectorize).
+Stmt vectorize_loop(const Stmt& body, const std::string& v);
+
+/// unroll: loop v, of constant extent at most 64, is unrolled completely.
+Stmt unroll_loop(const Stmt& body, const std::string& v);
+
+/// bind: loop v becomes grid or thread axis `kind` (for GPU-style launches).
+Stmt bind_loop(const Stmt& body, const std::string& v, ForKind kind);
+
+/// stage (cache_read): inside loop `at`, copy the part of input `buffer` the body reads
+/// into a new buffer in `scope`, laid out in the order of the loops that index it
+/// (packing: the innermost loop's reads become unit-stride), and read the copy instead.
+/// Out-of-range elements of partial tiles are zero in the copy. Returns the new body;
+/// the staged buffer is named `buffer`_`scope`.
+Stmt stage_buffer(const LoopProgram& p, const Stmt& body, const std::string& buffer, MemScope scope,
+                  const std::string& at);
+
+/// cache_write: inside loop `at`, accumulate into a buffer in `scope` indexed by the
+/// loops inside `at` that index `buffer`, loaded before and written back after.
+Stmt cache_write(const LoopProgram& p, const Stmt& body, const std::string& buffer, MemScope scope,
+                 const std::string& at);
+
+/// microkernel: the register-blocked contraction at loop `at`, whose body is a nest
+/// [reduction loops][mr loop][nr loop] around one accumulating store: the output tile
+/// stays in vector registers (cache_write register at `at`), the mr loop is unrolled and
+/// the nr loop vectorized. The tile must fit the HCD's vector registers.
+Stmt micro_kernel(const LoopProgram& p, const Stmt& body, const std::string& at, const hcd::Hcd& hcd);
+
+/// compute_at: the func writing `buffer` moves into the next func that reads it, at that
+/// func's outermost loop `at` (same extent). Legal when the consumer reads `buffer` only
+/// at the element the producer writes in the same iteration of the shared loop.
+LoopProgram compute_at(const LoopProgram& p, const std::string& buffer, const std::string& at);
+
+/// inline (Kernel IR): substitute the local `buffer`, written once by an assignment,
+/// into every statement that reads it, and drop it.
+Kernel inline_local(const Kernel& k, const std::string& buffer);
+
+/// Give loops of extent `min(c, e)` (split tails) a constant extent on every full tile:
+/// `if (c <= e) { the loop with extent c } else { the tail }`.
+Stmt partition_tails(const Stmt& body);
+
+} // namespace unitile

@@ -1,0 +1,67 @@
+// A schedule: the list of primitives that turn a kernel's default loop nests into fast
+// ones, with its two serialised forms (the text `schedule { ... }` block a .ut file may
+// carry after a kernel, and JSON for the tuning database and --explain).
+//
+// A schedule is data, not code, so that the auto-scheduler, the tuner and a user's
+// hand-written block all produce the same thing, the tuner can store and replay it, and
+// one canonical text form identifies it (two schedules are the same exactly when their
+// texts are).
+#pragma once
+
+#include "ir/Diagnostic.h"
+#include "ir/Loop.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace unitile {
+
+enum class PrimitiveKind : uint8_t {
+  Split,       // var factor -> outer, inner
+  Tile,        // vars[n] by factors[n]: split each, then order outers before inners
+  Reorder,     // vars in the new nesting order
+  Fuse,        // vars[0], vars[1] (perfectly nested) -> outer (the fused name)
+  Parallel,    // vars[0] runs its iterations on the device's compute units
+  Vectorize,   // vars[0] runs as SIMD lanes
+  Unroll,      // vars[0] is unrolled completely
+  Bind,        // vars[0] becomes the loop kind `bind` (grid.x, thread.x, ...)
+  Stage,       // buffer is copied into `scope` at loop `at`, packed in loop order
+  CacheWrite,  // buffer is accumulated in `scope` at loop `at`, written back after it
+  ComputeAt,   // the statement writing `buffer` runs inside the consumer's loop `at`
+  Inline,      // the local `buffer` is substituted into its readers (Kernel IR)
+  MicroKernel, // register-blocked contraction at loop `at` (see MicroKernel.cpp)
+};
+
+const char* primitive_name(PrimitiveKind k); // "split", "cache_write", ...
+
+struct Primitive {
+  PrimitiveKind kind = PrimitiveKind::Split;
+  std::vector<std::string> vars;
+  std::vector<int64_t> factors;
+  std::string outer, inner; // Split names (default VAR_o, VAR_i); Fuse name in `outer`
+  std::string buffer;       // Stage, CacheWrite, ComputeAt, Inline
+  std::string at;           // Stage, CacheWrite, ComputeAt, MicroKernel: a loop variable
+  MemScope scope = MemScope::Local;
+  ForKind bind = ForKind::GridX;
+  std::string on;           // the statement it applies to, by the tensor it writes; empty: every one
+  SourceLoc loc;            // where it was written, for diagnostics (not serialised)
+};
+
+struct Schedule {
+  std::vector<Primitive> primitives;
+  bool empty() const { return primitives.empty(); }
+};
+
+/// The canonical text form: one primitive per line, the body of a `schedule { }` block.
+std::string to_text(const Schedule& s);
+/// Parse the body of a `schedule { ... }` block. `file` and `start` (where the body
+/// begins in that file) place diagnostics; errors are UserError with line:col.
+Schedule parse_schedule(const std::string& body, const std::string& file, SourceLoc start);
+
+/// JSON text: {"primitives": [{"op": "split", "vars": ["i"], "factors": [64], ...}]}.
+std::string to_json(const Schedule& s);
+/// Inverse of to_json; a malformed document is a UserError naming `what`.
+Schedule schedule_from_json(const std::string& json, const std::string& what);
+
+} // namespace unitile

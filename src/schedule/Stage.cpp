@@ -1,0 +1,239 @@
+// stage (cache_read): copy the part of an input a loop's body reads into a small buffer
+// in a faster memory scope, packed in the order of the loops that read it.
+//
+// Why: a contraction's operands are read many times per tile, often with a large stride
+// (B[k, j] walks rows of length N). Copying each tile once into a contiguous buffer laid
+// out in loop order makes every later read unit-stride and keeps the tile in the cache
+// level it was sized for; on GPU-style devices the same primitive fills shared memory.
+#include "schedule/LoopRewrite.h"
+#include "schedule/Primitives.h"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <set>
+
+namespace unitile {
+
+namespace {
+
+struct Site {
+  std::vector<Expr> indices;
+  Expr guard;
+};
+
+// Every read of `buffer` in `s` (stores to it are an error: staging is for inputs).
+void collect_reads(const Stmt& s, const std::string& buffer, std::vector<Site>& sites, const std::string& what) {
+  auto scan = [&](const Expr& e) {
+    visit(e, [&](const Expr& x) {
+      if (x->kind == ExprKind::Access && x->name == buffer) sites.push_back({x->operands, x->guard});
+    });
+  };
+  if (s->kind == StmtKind::Store && s->buffer == buffer)
+    throw UserError(fmt::format("error: schedule: {}: the loop body writes {}; only buffers it "
+                                "only reads can be staged",
+                                what, buffer));
+  for (const Expr& e : {s->min, s->extent, s->cond, s->value})
+    if (e) scan(e);
+  for (const Expr& i : s->indices) scan(i);
+  for (const Stmt& b : s->body) collect_reads(b, buffer, sites, what);
+}
+
+// The loops inside `s` (a For) that enclose the first read of `buffer`, outermost first.
+bool loops_to_read(const Stmt& s, const std::string& buffer, std::vector<const StmtNode*>& loops) {
+  bool reads = false;
+  auto scan = [&](const Expr& e) {
+    if (e) visit(e, [&](const Expr& x) { reads |= x->kind == ExprKind::Access && x->name == buffer; });
+  };
+  for (const Expr& e : {s->cond, s->value}) scan(e);
+  for (const Expr& i : s->indices) scan(i);
+  if (reads) return true;
+  for (const Stmt& b : s->body) {
+    if (b->kind == StmtKind::For) loops.push_back(b.get());
+    if (loops_to_read(b, buffer, loops)) return true;
+    if (b->kind == StmtKind::For) loops.pop_back();
+  }
+  return false;
+}
+
+Expr zero_of(DType t) { return is_float(t) ? float_imm(0.0, t) : int_imm(0, t); }
+
+} // namespace
+
+Stmt stage_buffer(const LoopProgram& p, const Stmt& body, const std::string& buffer, MemScope scope,
+                  const std::string& at) {
+  const std::string what = fmt::format("stage {} {} at {}", buffer, mem_scope_name(scope), at);
+  const LoopBuffer* src = p.find_buffer(buffer);
+  if (!src) throw UserError(fmt::format("error: schedule: {}: no tensor '{}'", what, buffer));
+  if (find_loops(body, at).empty())
+    throw UserError(fmt::format("error: schedule: {}: no loop '{}' here", what, at));
+  const std::string staged = fresh_name(p, fmt::format("{}_{}", buffer, mem_scope_name(scope)));
+
+  LoopExtents outer; // max extents of the loops enclosing the current point
+  int applied = 0;
+  std::function<Stmt(const Stmt&)> walk = [&](const Stmt& s) -> Stmt {
+    if (s->kind != StmtKind::For) {
+      if (s->body.empty()) return s;
+      std::vector<Stmt> b;
+      for (const Stmt& c : s->body) b.push_back(walk(c));
+      return with_body(s, std::move(b));
+    }
+    if (s->var != at) {
+      auto ext = max_extent(s->extent);
+      if (ext) outer[s->var] = *ext;
+      Stmt r = with_body(s, {walk(s->body[0])});
+      outer.erase(s->var);
+      return r;
+    }
+    std::vector<Site> sites;
+    collect_reads(s->body[0], buffer, sites, what);
+    if (sites.empty()) return s;
+    for (const Site& x : sites) {
+      bool same = x.indices.size() == sites[0].indices.size() &&
+                  ((!x.guard && !sites[0].guard) || (x.guard && sites[0].guard && equal(x.guard, sites[0].guard)));
+      for (size_t n = 0; same && n < x.indices.size(); ++n) same = equal(x.indices[n], sites[0].indices[n]);
+      if (!same)
+        throw UserError(fmt::format("error: schedule: {}: the body reads {} at different indices; "
+                                    "a stage needs one access pattern",
+                                    what, buffer));
+    }
+    const Site& site = sites[0];
+    // The loops inside `at` that move the reads, in nesting order, with their largest extents.
+    std::vector<const StmtNode*> inner;
+    loops_to_read(s, buffer, inner);
+    std::vector<std::string> vars;
+    std::vector<int64_t> extents;
+    std::set<std::string> seen;
+    for (const StmtNode* l : inner) {
+      bool used = false;
+      for (const Expr& i : site.indices) used |= depends_on(i, l->var);
+      if (!used || seen.count(l->var)) continue;
+      auto ext = max_extent(l->extent);
+      auto mn = const_int_value(l->min);
+      if (!ext || !mn || *mn != 0)
+        throw UserError(fmt::format("error: schedule: {}: loop '{}' has no constant extent", what, l->var));
+      seen.insert(l->var);
+      vars.push_back(l->var);
+      extents.push_back(*ext);
+    }
+    // The loop `at` itself moves the tile; its variable stays a free (outer) variable.
+    auto at_ext = max_extent(s->extent);
+    LoopExtents all = outer;
+    if (at_ext) all[at] = *at_ext;
+    for (size_t n = 0; n < vars.size(); ++n) all[vars[n]] = extents[n];
+
+    const std::vector<int64_t> staged_shape = extents;
+    // Copy nest: staged[v...] = buffer[indices], zero outside the tensor. Its loops get
+    // names of their own (v_BUFFER), so later primitives naming v find the compute loops.
+    std::vector<Expr> staged_index;
+    for (const std::string& v : vars) staged_index.push_back(var(v));
+    std::vector<std::string> copy_vars;
+    std::vector<int64_t> copy_extents = extents;
+    std::vector<Expr> copy_index, source_index = site.indices;
+    for (const std::string& v : vars) {
+      copy_vars.push_back(v + "_" + buffer);
+      copy_index.push_back(var(copy_vars.back()));
+      for (Expr& i : source_index)
+        i = rewrite(i, [&](const Expr& e) { return e->kind == ExprKind::Var && e->name == v ? copy_index.back() : e; });
+    }
+    // The copy walks the source in memory order: its loops are sorted by how far each
+    // moves the source (strided writes into a small buffer are cheap, strided reads from
+    // a large one are not). Staged indices keep the compute loops' order.
+    std::vector<int64_t> stride(copy_vars.size(), 0);
+    {
+      int64_t dim_stride = 1;
+      for (size_t d = source_index.size(); d-- > 0;) {
+        if (auto lin = linearize(source_index[d]))
+          for (size_t n = 0; n < copy_vars.size(); ++n) stride[n] += lin->coefficient(copy_vars[n]) * dim_stride;
+        dim_stride *= src->shape[d];
+      }
+    }
+    std::vector<size_t> copy_order(copy_vars.size());
+    for (size_t n = 0; n < copy_order.size(); ++n) copy_order[n] = n;
+    std::stable_sort(copy_order.begin(), copy_order.end(),
+                     [&](size_t x, size_t y) { return std::llabs(stride[x]) > std::llabs(stride[y]); });
+    {
+      std::vector<std::string> v;
+      std::vector<int64_t> e;
+      for (size_t n : copy_order) {
+        v.push_back(copy_vars[n]);
+        e.push_back(extents[n]);
+      }
+      copy_vars = v;
+      copy_extents = e;
+    }
+    auto copy_nest = [&](Expr guard) {
+      Stmt c = store(staged, copy_index, access(buffer, source_index, src->dtype, guard));
+      for (size_t n = vars.size(); n-- > 0;)
+        c = for_loop(copy_vars[n], int_imm(0), int_imm(copy_extents[n]),
+                     n + 1 == vars.size() ? ForKind::Vectorized : ForKind::Serial, c);
+      return c;
+    };
+    bool in_range = true;
+    for (size_t d = 0; d < site.indices.size(); ++d) {
+      auto r = bounds_of(site.indices[d], all);
+      in_range &= r && r->min >= 0 && r->max < src->shape[d];
+    }
+    Stmt copy;
+    if (site.guard || in_range || vars.empty()) {
+      copy = copy_nest(site.guard);
+    } else {
+      // Each run of the innermost copy loop tests once whether it stays inside the
+      // tensor: full runs copy without range tests (vector code), partial ones read
+      // zeros past the edge.
+      const std::string& v = copy_vars.back();
+      const int64_t last = copy_extents.back() - 1;
+      Expr full;
+      LoopExtents copy_ranges = outer;
+      if (at_ext) copy_ranges[at] = *at_ext;
+      for (size_t n = 0; n < copy_vars.size(); ++n) copy_ranges[copy_vars[n]] = copy_extents[n];
+      for (size_t d = 0; d < source_index.size(); ++d) {
+        if (auto r = bounds_of(source_index[d], copy_ranges); r && r->min >= 0 && r->max < src->shape[d])
+          continue; // this index never leaves the tensor
+        auto lin = linearize(source_index[d]);
+        if (!lin) {
+          full = nullptr;
+          break;
+        }
+        auto at_value = [&](int64_t x) {
+          return simplify(rewrite(source_index[d], [&](const Expr& e) {
+            return e->kind == ExprKind::Var && e->name == v ? int_imm(x) : e;
+          }));
+        };
+        Expr lo = at_value(0), hi = at_value(last);
+        if (lin->coefficient(v) < 0) std::swap(lo, hi);
+        Expr ok = binary(BinaryOp::And, binary(BinaryOp::Ge, lo, int_imm(0)),
+                         binary(BinaryOp::Lt, hi, int_imm(src->shape[d])));
+        full = full ? binary(BinaryOp::And, full, ok) : ok;
+      }
+      if (!full) {
+        copy = copy_nest(zero_of(src->dtype));
+      } else {
+        Stmt fast = store(staged, copy_index, access(buffer, source_index, src->dtype));
+        Stmt slow = store(staged, copy_index, access(buffer, source_index, src->dtype, zero_of(src->dtype)));
+        Stmt inner = if_then(full, for_loop(v, int_imm(0), int_imm(copy_extents.back()), ForKind::Vectorized, fast),
+                             for_loop(v, int_imm(0), int_imm(copy_extents.back()), ForKind::Serial, slow));
+        for (size_t n = vars.size() - 1; n-- > 0;)
+          inner = for_loop(copy_vars[n], int_imm(0), int_imm(copy_extents[n]), ForKind::Serial, inner);
+        copy = inner;
+      }
+    }
+    ++applied;
+    Stmt rest = map_exprs(s->body[0], [&](const Expr& e) -> Expr {
+      if (e->kind != ExprKind::Access || e->name != buffer) return e;
+      return access(staged, staged_index, src->dtype, nullptr, e->loc);
+    });
+    // The buffer is allocated once around the loop (every iteration refills all of it),
+    // unless the loop is a grid loop, whose iterations run in parallel.
+    if (s->for_kind >= ForKind::GridX)
+      return with_body(s, {allocate(staged, src->dtype, staged_shape, scope, block({copy, rest}))});
+    return allocate(staged, src->dtype, staged_shape, scope, with_body(s, {block({copy, rest})}));
+  };
+  Stmt r = walk(body);
+  if (!applied)
+    throw UserError(fmt::format("error: schedule: {}: loop '{}' does not read {}", what, at, buffer));
+  return r;
+}
+
+} // namespace unitile
