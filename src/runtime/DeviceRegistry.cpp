@@ -118,10 +118,11 @@ std::vector<DeviceListing> list_devices() {
       // Describing needs only the plugin; running needs the device: probe it.
       ut_error err{};
       ut_buffer* probe = nullptr;
-      if (plugin->api().alloc(1, &probe, &err) == UT_OK)
+      ut_status probed = plugin->api().alloc(1, &probe, &err);
+      if (probed == UT_OK)
         plugin->api().free(probe);
-      else if (err.message[0])
-        l.unavailable = err.message;
+      else if (probed == UT_ERROR_UNAVAILABLE)
+        l.unavailable = err.message[0] ? err.message : "(no reason given)";
     } catch (const std::exception& e) {
       std::string why = e.what();
       while (!why.empty() && why.back() == '\n') why.pop_back();
