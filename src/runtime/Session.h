@@ -67,6 +67,22 @@ public:
   std::shared_ptr<const CompiledKernel> compile(const Kernel& k, const ShapeBindings& b,
                                                 const std::optional<Schedule>& schedule = std::nullopt);
 
+  /// Everything compile does short of loading (which needs the device itself, not just
+  /// its compiler): the Loop IR, the source and the binary (cached), compiled with
+  /// `extra_flags` after the HCD's flags (e.g. its [toolchain] assembly_flags).
+  struct Built {
+    LoopProgram program;
+    GeneratedSource source;
+    CacheKey key;
+    KernelCache::Binary binary;
+    Schedule schedule;
+    std::string schedule_origin;
+    std::vector<std::string> reasons;
+  };
+  Built build(const Kernel& k, const ShapeBindings& b,
+              const std::vector<std::string>& extra_flags = {},
+              const std::optional<Schedule>& schedule = std::nullopt);
+
   /// Run every func in order on `inputs` (every Input buffer, with the declared dtype
   /// and concrete shape) and `params` (every runtime param). With `repeat` > 0 the
   /// kernel is also timed. A missing or mismatched input or param is a UserError.
@@ -79,7 +95,11 @@ public:
 private:
   Device device_;
   std::shared_ptr<KernelCache> cache_;
-  std::map<CacheKey, std::shared_ptr<const CompiledKernel>> compiled_;
+  struct Compiled {
+    std::shared_ptr<const CompiledKernel> kernel;
+    KernelCache::Binary binary;
+  };
+  std::map<CacheKey, Compiled> compiled_;
 };
 
 /// Median of the samples (mean of the middle two for an even count) and the minimum.

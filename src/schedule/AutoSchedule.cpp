@@ -127,6 +127,7 @@ std::vector<GemmSite> gemm_sites(const Kernel& k, const ShapeBindings& b, const 
     }
     if (!ok || reductions.size() != 1) continue;
     site.k = reductions[0];
+    site.operands = read_tensors(s->value->operands[1]);
     for (const StmtNode* l : chain)
       if (l->var == site.k) site.K = *const_int_value(l->extent);
     // Reads: unguarded; each either unit-stride in j or independent of it.
@@ -220,7 +221,17 @@ std::vector<Primitive> gemm_schedule(const GemmSite& s, const GemmTiling& t) {
   Primitive par = prim(PrimitiveKind::Parallel);
   par.vars = {task};
   out.push_back(par);
-  (void)t;
+  for (size_t n = 0; n < s.operands.size(); ++n) {
+    if (!(n == 0 ? t.pack_a : t.pack_b)) continue;
+    Primitive st = prim(PrimitiveKind::Stage);
+    st.buffer = s.operands[n];
+    st.scope = MemScope::Local;
+    st.at = k + "_o";
+    out.push_back(st);
+  }
+  Primitive mk = prim(PrimitiveKind::MicroKernel);
+  mk.at = i + "_m";
+  out.push_back(mk);
   return out;
 }
 
@@ -242,25 +253,17 @@ AutoSchedule auto_schedule(const Kernel& k, const ShapeBindings& b, const hcd::H
   std::set<size_t> gemm_statements;
   for (const GemmSite& site : gemm_sites(k, b, h)) {
     const GemmTiling& t = site.tiling;
-    std::vector<Primitive> prims = gemm_schedule(site, t);
-    // Pack the operands and block the registers; each step only when it applies.
-    const Comprehension& c = k.body[site.statement];
-    if (!try_add(prims)) continue;
-    gemm_statements.insert(site.statement);
-    for (const std::string& r : read_tensors(c.value)) {
-      Primitive st;
-      st.kind = PrimitiveKind::Stage;
-      st.buffer = r;
-      st.scope = MemScope::Local;
-      st.at = site.k + "_o";
-      st.on = site.output;
-      try_add({st});
+    // The whole GEMM schedule, else without packing, else blocking only.
+    GemmTiling unpacked = t;
+    unpacked.pack_a = unpacked.pack_b = false;
+    bool blocked = true;
+    if (!try_add(gemm_schedule(site, t)) && !try_add(gemm_schedule(site, unpacked))) {
+      std::vector<Primitive> plain = gemm_schedule(site, unpacked);
+      plain.pop_back(); // no micro-kernel
+      if (!try_add(plain)) continue;
+      blocked = false;
     }
-    Primitive mk;
-    mk.kind = PrimitiveKind::MicroKernel;
-    mk.at = site.i + "_m";
-    mk.on = site.output;
-    bool blocked = try_add({mk});
+    gemm_statements.insert(site.statement);
     const int lanes = std::max(1, h.lanes_for(site.dtype));
     const int64_t bytes = dtype_bytes(site.dtype);
     const int64_t vectors = (t.nr + lanes - 1) / lanes;

@@ -1,4 +1,5 @@
-// `unitile compile`: print the source generated for a device.
+// `unitile compile`: print the source generated for a device, or the device compiler's
+// readable output (`--emit ptx` on cuda: whatever the HCD's [toolchain] assembly names).
 #include "unitile/Command.h"
 
 #include "runtime/KernelCache.h"
@@ -13,8 +14,8 @@ namespace unitile::cli {
 namespace {
 
 // The schedule a kernel was compiled with, and why (the auto-scheduler's reasons).
-void print_explanation(const CompiledKernel& ck) {
-  std::cout << fmt::format("// schedule of {} ({}):\n", ck.kernel_name, ck.schedule_origin);
+void print_explanation(const std::string& kernel, const Session::Built& ck) {
+  std::cout << fmt::format("// schedule of {} ({}):\n", kernel, ck.schedule_origin);
   for (const std::string& r : ck.reasons) std::cout << "//   " << r << "\n";
   std::cout << "schedule {\n";
   std::string text = to_text(ck.schedule);
@@ -26,18 +27,31 @@ void print_explanation(const CompiledKernel& ck) {
   }
   std::cout << "}\n";
   for (size_t n = 0; n < ck.program.funcs.size(); ++n) {
-    const LaunchDims& d = ck.launch[n];
+    const LaunchDims d = launch_dims(ck.program.funcs[n]);
     std::cout << fmt::format("// launch {}: grid {}x{}x{}, block {}x{}x{}\n", ck.program.funcs[n].name, d.grid[0],
                              d.grid[1], d.grid[2], d.block[0], d.block[1], d.block[2]);
   }
 }
 
-int compile_command(const CommonOptions& co, bool explain) {
+struct CompileOptions {
+  CommonOptions common;
+  std::string emit = "source";
+  bool explain = false;
+};
+
+int compile_command(const CompileOptions& o) {
+  const CommonOptions& co = o.common;
   const Module m = load_module(co.file);
   const std::vector<const Kernel*> kernels = select_kernels(m, co.kernel, co.file);
   const ShapeBindings shapes = shape_bindings(co, kernels);
   auto cache = std::make_shared<KernelCache>(KernelCache::default_dir());
   Session session(open_device(co.device, device_options(co)), cache);
+  const hcd::Hcd& h = session.device().hcd();
+  const bool assembly = o.emit != "source";
+  if (assembly && (h.assembly.empty() || o.emit != h.assembly))
+    throw UserError(fmt::format("error: --emit {}: device {} (HCD '{}') can emit: source{}", o.emit,
+                                session.device().name(), h.name,
+                                h.assembly.empty() ? "" : ", " + h.assembly));
   for (const Kernel* k : kernels) {
     ShapeBindings given;
     std::vector<std::string> listed;
@@ -51,31 +65,37 @@ int compile_command(const CommonOptions& co, bool explain) {
       }
     }
     const ShapeBindings b = bind_shapes(*k, {}, given);
-    auto compiled = session.compile(*k, b);
-    if (explain) {
-      print_explanation(*compiled);
+    // Build without loading: printing code needs the device's compiler, not the device.
+    const Session::Built built = session.build(*k, b, assembly ? h.assembly_flags : std::vector<std::string>{});
+    if (o.explain) {
+      print_explanation(k->name, built);
       continue;
     }
     std::cout << fmt::format(
-        "// unitile compile: kernel {} for device {} (dialect {}), shapes {}; unbound "
+        "// unitile compile: kernel {} for device {} ({}), shapes {}; unbound "
         "symbols default to 64\n",
-        k->name, session.device().name(), compiled->source.dialect, join(listed));
-    std::cout << compiled->source.code;
-    if (!compiled->source.code.empty() && compiled->source.code.back() != '\n')
+        k->name, session.device().name(),
+        assembly ? o.emit : "dialect " + built.source.dialect, join(listed));
+    std::string text = assembly ? std::string(built.binary->begin(), built.binary->end())
+                                : built.source.code;
+    std::cout << text;
+    if (!text.empty() && text.back() != '\n')
       std::cout << "\n";
   }
   return 0;
 }
 
 CommandAction setup_compile(CLI::App& cmd) {
-  auto co = std::make_shared<CommonOptions>();
-  add_common(&cmd, *co);
-  auto explain = std::make_shared<bool>(false);
-  cmd.add_flag("--explain", *explain,
+  auto co = std::make_shared<CompileOptions>();
+  add_common(&cmd, co->common);
+  cmd.add_option("--emit", co->emit,
+                 "what to print: source (the generated code, default) or the device "
+                 "compiler's readable output its HCD names ([toolchain] assembly, e.g. ptx)");
+  cmd.add_flag("--explain", co->explain,
                "print the schedule and why it was chosen (working set per memory level, vector width, "
                "registers, threads) instead of the code");
   cmd.footer(kExitStatusHelp);
-  return [co, explain] { return compile_command(*co, *explain); };
+  return [co] { return compile_command(*co); };
 }
 
 const CommandRegistration reg{
