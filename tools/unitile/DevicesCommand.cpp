@@ -30,6 +30,8 @@ int devices_command(const std::string& print_hcd) {
       std::cout << "    " << d.summary << "\n";
     else
       std::cout << "    unavailable: " << d.error << "\n";
+    if (!d.unavailable.empty())
+      std::cout << "    unavailable: " << d.unavailable << "\n";
   }
   return 0;
 }
