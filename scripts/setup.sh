@@ -14,6 +14,8 @@ APT_PACKAGES=(
   llvm-14-tools
   ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo
   python3 python3-venv python3-numpy
+  libopenblas-dev  # `unitile bench` baseline only (bench/baselines), never linked by unitile
+  libdnnl-dev      # oneDNN: `unitile bench` baseline only
 )
 
 if [[ "${UNITILE_SKIP_APT:-0}" != 1 ]]; then
