@@ -99,17 +99,17 @@ extern "C" int ub_set_threads(int threads) {
 extern "C" ub_op* ub_create(const char* op, const char* dtype, const int64_t* dims, int ndims,
                             const double* params, int nparams) {
   const std::string name = op;
-  if (std::string(dtype) != "f32") return fail<ub_op*>(nullptr, "loops: only f32");
+  if (std::string(dtype) != "f32") return fail<ub_op*>(nullptr, "only f32");
   auto made = std::make_unique<ub_op>();
   made->kind = name;
   const bool one_dim = name == "triad";
   const bool wants_param = name == "triad" || name == "layernorm" || name == "rmsnorm";
   if (name != "triad" && name != "softmax" && name != "layernorm" && name != "rmsnorm" &&
       name != "chain")
-    return fail<ub_op*>(nullptr, "loops: no operation " + name);
+    return fail<ub_op*>(nullptr, "no operation " + name);
   if (!dims_ok(dims, ndims, one_dim ? 1 : 2, op)) return nullptr;
   if (nparams != (wants_param ? 1 : 0))
-    return fail<ub_op*>(nullptr, "loops: " + name + " takes " + (wants_param ? "one param" : "no params"));
+    return fail<ub_op*>(nullptr, name + " takes " + (wants_param ? "one param" : "no params"));
   made->rows = dims[0];
   made->cols = one_dim ? 1 : dims[1];
   made->param = wants_param ? static_cast<float>(params[0]) : 0.0f;

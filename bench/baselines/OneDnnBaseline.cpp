@@ -135,9 +135,9 @@ extern "C" ub_op* ub_create(const char* op, const char* dtype, const int64_t* di
       return make_layernorm(dims, static_cast<float>(params[0])).release();
     }
   } catch (const dnnl::error& e) {
-    return fail<ub_op*>(nullptr, "onednn: " + name + " " + type + ": " + e.what());
+    return fail<ub_op*>(nullptr, name + " " + type + ": " + e.what());
   }
-  return fail<ub_op*>(nullptr, "onednn: no " + name + " for " + type);
+  return fail<ub_op*>(nullptr, "no " + name + " for " + type);
 }
 
 extern "C" const char* ub_op_impl(const ub_op* op) { return op->impl.c_str(); }
@@ -152,7 +152,7 @@ extern "C" int ub_run(ub_op* op, const void* const* in, void* const* out) {
     op->prim.execute(cpu_stream(), args);
     cpu_stream().wait();
   } catch (const dnnl::error& e) {
-    return fail(1, std::string("onednn: execute: ") + e.what());
+    return fail(1, std::string("execute: ") + e.what());
   }
   return 0;
 }

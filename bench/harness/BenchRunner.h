@@ -43,7 +43,8 @@ struct BaselineSpec {
   std::string op;          // operation name in that library
   std::vector<double> params;
   // "triad": the library run is the correctness reference only; baseline_ms is the time
-  // the case's bytes take at the triad bandwidth of this run, so ratio = fraction of triad.
+  // the case's bytes take at the triad bandwidth measured just before (the plain loop,
+  // same array size, same threads), so ratio = fraction of triad bandwidth.
   bool at_triad_bandwidth = false;
 };
 
@@ -76,10 +77,10 @@ public:
   /// Record a case that was not run (reason in `note`).
   void add_record(BenchRecord r);
 
-  /// Triad bandwidth (GB/s) of the loops baseline over `elements` f32 per array,
-  /// measured by the triad case for that size; nullopt if it was not measured.
-  std::optional<double> triad_gbs(int64_t elements) const;
-  void set_triad_gbs(int64_t elements, double gbs) { triad_gbs_[elements] = gbs; }
+  /// Bandwidth (GB/s, 12 bytes per element) of the plain-loop triad over `elements`
+  /// f32 per array, measured now: the median of --repeat runs after a warm-up. The row
+  /// ops measure it right before themselves, so both see the same machine load.
+  std::optional<double> measure_triad_gbs(int64_t elements, std::string* why);
 
   const std::vector<BenchRecord>& records() const { return records_; }
 
@@ -89,7 +90,6 @@ private:
   std::unique_ptr<Session> session_;
   std::map<std::string, std::optional<BaselineLibrary>> libraries_;
   std::map<std::string, std::string> unavailable_;
-  std::map<int64_t, double> triad_gbs_;
   std::vector<BenchRecord> records_;
 };
 

@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <numeric>
 
 namespace unitile::bench {
 
@@ -25,7 +26,7 @@ using Dims = std::vector<int64_t>;
 
 const std::vector<SuiteInfo> kSuites = {
     {"gemm", "MxNxK, or one size for a square GEMM", {"f32", "f64", "bf16"}},
-    {"triad", "N (elements per array)", {"f32"}},
+    {"triad", "N elements per array (NxD: N*D)", {"f32"}},
     {"softmax", "NxD, or one size for a square matrix", {"f32"}},
     {"layernorm", "NxD, or one size", {"f32"}},
     {"rmsnorm", "NxD, or one size", {"f32"}},
@@ -89,8 +90,15 @@ std::vector<Dims> parse_shapes(const std::string& suite, const std::vector<std::
   for (const SuiteInfo& s : kSuites)
     if (s.name == suite) form = s.shape_form;
   std::vector<Dims> out;
-  for (const std::string& text : texts)
+  for (const std::string& text : texts) {
+    if (suite == "triad") {
+      // A row op's NxD names the same array size: N*D elements.
+      const Dims d = parse_shape(text, std::count(text.begin(), text.end(), 'x') + 1, false, suite, form);
+      out.push_back({std::accumulate(d.begin(), d.end(), int64_t{1}, std::multiplies<>())});
+      continue;
+    }
     out.push_back(parse_shape(text, shape_rank(suite), shape_rank(suite) > 1, suite, form));
+  }
   return out;
 }
 
@@ -121,16 +129,15 @@ void run_gemm(BenchRunner& runner) {
     c.dims = d;
     // The `unitile run --check` tolerance: a sum of K products carries ~sqrt(K) roundings.
     c.tolerance = tolerance_for(*parse_dtype(dtype), d[2]);
-    if (dtype != "bf16") c.baselines.push_back({"openblas", "openblas", "gemm", {}, false});
+    c.baselines.push_back({"openblas", "openblas", "gemm", {}, false});
     if (dtype != "f64") c.baselines.push_back({"onednn", "onednn", "gemm", {}, false});
     runner.run_case(c);
   }
 }
 
-// The triad for arrays of `elements` f32: Unitile's Triad kernel against the plain loop;
-// the loop's bandwidth is what the row ops are measured against.
+// The triad for arrays of `elements` f32: Unitile's Triad kernel against the plain loop
+// (the loop's bandwidth is what the row ops are measured against).
 void run_triad_for(BenchRunner& runner, int64_t elements) {
-  if (runner.triad_gbs(elements)) return;
   BenchCase c;
   c.op = "triad";
   c.dtype = "f32";
@@ -145,8 +152,6 @@ void run_triad_for(BenchRunner& runner, int64_t elements) {
   c.tolerance = {1e-6, 1e-6};
   c.baselines.push_back({"loops", "loops", "triad", {kTriadScale}, false});
   runner.run_case(c);
-  const BenchRecord& r = runner.records().back();
-  if (r.op == "triad" && r.baseline_gbs) runner.set_triad_gbs(elements, *r.baseline_gbs);
 }
 
 void run_row_op(BenchRunner& runner, const std::string& suite) {
@@ -167,7 +172,6 @@ void run_row_op(BenchRunner& runner, const std::string& suite) {
   };
   const RowOp& op = ops.at(suite);
   for (const Dims& d : shapes_for(runner, suite)) {
-    run_triad_for(runner, d[0] * d[1]);
     BenchCase c;
     c.op = suite;
     c.dtype = "f32";
