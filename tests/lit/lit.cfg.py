@@ -21,3 +21,33 @@ for var in ("UNITILE_PLUGIN_PATH", "HOME", "PATH"):
         config.environment[var] = os.environ[var]
 # Tests never touch the user's cache.
 config.environment["UNITILE_CACHE_DIR"] = os.path.join(config.test_exec_root, "cache")
+
+# One feature per device that `unitile devices` lists as usable (REQUIRES: cpu-aarch64).
+# A device that is unavailable only because its toolchain or emulator is not installed
+# leaves its feature out, so its tests are UNSUPPORTED; any other reason keeps the feature,
+# so a broken device fails its tests loudly instead of being skipped.
+import re
+import subprocess
+
+
+def _device_features():
+    env = dict(os.environ)
+    env.update(config.environment)
+    try:
+        listing = subprocess.run([os.path.join(config.unitile_bin_dir, "unitile"), "devices"],
+                                 env=env, capture_output=True, text=True, timeout=120).stdout
+    except (OSError, subprocess.SubprocessError):
+        return set()
+    features, name = set(), None
+    for line in listing.splitlines():
+        header = re.match(r"^(\S+)\s+\S", line)
+        if header:
+            name = header.group(1)
+            features.add(name)
+        elif name and line.strip().startswith("unavailable:") and (
+                "is not installed" in line or "was not built" in line):
+            features.discard(name)
+    return features
+
+
+config.available_features.update(_device_features())
