@@ -81,26 +81,41 @@ std::string Session::compile_options() const {
   return opts;
 }
 
+Session::Built Session::build(const Kernel& k, const ShapeBindings& b,
+                              const std::vector<std::string>& extra_flags) {
+  Built out;
+  out.program = lower_to_loops(k, b, device_.hcd());
+  verify(out.program);
+  out.source = generate_source(out.program, device_.hcd());
+  UT_INTERNAL_ASSERT(out.source.entries.size() == out.program.funcs.size(),
+                     "codegen gave a different number of entries than funcs");
+  std::string options = compile_options();
+  for (const std::string& f : extra_flags) options += " " + f;
+  out.key = kernel_cache_key({to_string(out.program), out.source.code, out.source.dialect,
+                              device_.hcd().hash(), device_.toolchain_version(), options});
+  if (auto it = compiled_.find(out.key); it != compiled_.end()) {
+    out.binary = it->second.binary;
+    return out;
+  }
+  out.binary = cache_->get_or_compile(out.key, [&] { return device_.compile(out.source.code, options); });
+  return out;
+}
+
 std::shared_ptr<const CompiledKernel> Session::compile(const Kernel& k, const ShapeBindings& b) {
+  Built built = build(k, b);
+  if (auto it = compiled_.find(built.key); it != compiled_.end()) return it->second.kernel;
+
   auto ck = std::make_shared<CompiledKernel>();
   ck->kernel_name = k.name;
   ck->bindings = b;
-  ck->program = lower_to_loops(k, b, device_.hcd());
-  verify(ck->program);
-  ck->source = generate_source(ck->program, device_.hcd());
-  UT_INTERNAL_ASSERT(ck->source.entries.size() == ck->program.funcs.size(),
-                     "codegen gave a different number of entries than funcs");
-  const std::string options = compile_options();
-  ck->key = kernel_cache_key({to_string(ck->program), ck->source.code, ck->source.dialect,
-                              device_.hcd().hash(), device_.toolchain_version(), options});
-  if (auto it = compiled_.find(ck->key); it != compiled_.end()) return it->second;
-
-  auto binary = cache_->get_or_compile(ck->key, [&] { return device_.compile(ck->source.code, options); });
+  ck->program = std::move(built.program);
+  ck->source = std::move(built.source);
+  ck->key = built.key;
   for (size_t i = 0; i < ck->program.funcs.size(); ++i) {
-    ck->entries.push_back(device_.load(*binary, ck->source.entries[i]));
+    ck->entries.push_back(device_.load(*built.binary, ck->source.entries[i]));
     ck->launch.push_back(launch_dims(ck->program.funcs[i]));
   }
-  compiled_.emplace(ck->key, ck);
+  compiled_.emplace(ck->key, Compiled{ck, built.binary});
   return ck;
 }
 

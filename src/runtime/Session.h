@@ -58,6 +58,18 @@ public:
   /// from the cache or compile it. `k` must be verified (parse_module does that).
   std::shared_ptr<const CompiledKernel> compile(const Kernel& k, const ShapeBindings& b);
 
+  /// Everything compile does short of loading (which needs the device itself, not just
+  /// its compiler): the Loop IR, the source and the binary (cached), compiled with
+  /// `extra_flags` after the HCD's flags (e.g. its [toolchain] assembly_flags).
+  struct Built {
+    LoopProgram program;
+    GeneratedSource source;
+    CacheKey key;
+    KernelCache::Binary binary;
+  };
+  Built build(const Kernel& k, const ShapeBindings& b,
+              const std::vector<std::string>& extra_flags = {});
+
   /// Run every func in order on `inputs` (every Input buffer, with the declared dtype
   /// and concrete shape) and `params` (every runtime param). With `repeat` > 0 the
   /// kernel is also timed. A missing or mismatched input or param is a UserError.
@@ -70,7 +82,11 @@ public:
 private:
   Device device_;
   std::shared_ptr<KernelCache> cache_;
-  std::map<CacheKey, std::shared_ptr<const CompiledKernel>> compiled_;
+  struct Compiled {
+    std::shared_ptr<const CompiledKernel> kernel;
+    KernelCache::Binary binary;
+  };
+  std::map<CacheKey, Compiled> compiled_;
 };
 
 /// Median of the samples (mean of the middle two for an even count) and the minimum.

@@ -22,6 +22,26 @@ for var in ("UNITILE_PLUGIN_PATH", "HOME", "PATH"):
 # Tests never touch the user's cache.
 config.environment["UNITILE_CACHE_DIR"] = os.path.join(config.test_exec_root, "cache")
 
+# CUDA: `nvrtc` where NVRTC can be loaded (cuda compile tests need it; elsewhere lit
+# reports them UNSUPPORTED, never passed), `cuda-driver` where the NVIDIA driver is.
+import ctypes
+
+
+def _loads(names):
+    for name in names:
+        try:
+            ctypes.CDLL(name)
+            return True
+        except OSError:
+            pass
+    return False
+
+
+if _loads(["libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"]):
+    config.available_features.add("nvrtc")
+if _loads(["libcuda.so.1"]):
+    config.available_features.add("cuda-driver")
+
 # One feature per device that `unitile devices` lists as usable (REQUIRES: cpu-aarch64).
 # A device that is unavailable only because its toolchain or emulator is not installed
 # leaves its feature out, so its tests are UNSUPPORTED; any other reason keeps the feature,
