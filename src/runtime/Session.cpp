@@ -96,12 +96,31 @@ Session::Built Session::build(const Kernel& k, const ShapeBindings& b,
     out.schedule = *own;
     out.schedule_origin = "kernel";
   } else {
-    AutoSchedule a = auto_schedule(k, b, hcd);
-    out.schedule = a.schedule;
-    out.reasons = a.reasons;
-    out.schedule_origin = "auto";
+    std::optional<LoopProgram> tuned;
+    if (lookup_) {
+      if (auto found = lookup_(k, b, hcd)) {
+        try {
+          tuned = lower_scheduled(k, b, hcd, found->schedule);
+          out.schedule = found->schedule;
+          out.reasons = found->reasons;
+          out.schedule_origin = "tuned";
+        } catch (const UserError& e) {
+          out.reasons.push_back(fmt::format("the tuned schedule no longer applies ({}); using the auto-scheduler's",
+                                            e.what()));
+        }
+      }
+    }
+    if (tuned) {
+      out.program = std::move(*tuned);
+    } else {
+      AutoSchedule a = auto_schedule(k, b, hcd);
+      out.schedule = a.schedule;
+      out.reasons.insert(out.reasons.end(), a.reasons.begin(), a.reasons.end());
+      out.schedule_origin = "auto";
+    }
   }
-  out.program = out.schedule.empty() ? lower_to_loops(k, b, hcd) : lower_scheduled(k, b, hcd, out.schedule);
+  if (out.schedule_origin != "tuned")
+    out.program = out.schedule.empty() ? lower_to_loops(k, b, hcd) : lower_scheduled(k, b, hcd, out.schedule);
   verify(out.program);
   out.source = generate_source(out.program, hcd);
   UT_INTERNAL_ASSERT(out.source.entries.size() == out.program.funcs.size(),

@@ -13,6 +13,7 @@
 #include "runtime/Tensor.h"
 #include "schedule/Schedule.h"
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -51,11 +52,23 @@ struct RunResult {
 /// Runtime param values by name (integers travel as exact values of the double).
 using ParamValues = std::map<std::string, double>;
 
+/// A schedule found for a kernel elsewhere (the tuning database, which lives in a layer
+/// above this one), with the lines --explain prints about where it came from.
+struct FoundSchedule {
+  Schedule schedule;
+  std::vector<std::string> reasons;
+};
+using ScheduleLookup =
+    std::function<std::optional<FoundSchedule>(const Kernel&, const ShapeBindings&, const hcd::Hcd&)>;
+
 class Session {
 public:
   Session(Device device, std::shared_ptr<KernelCache> cache);
 
   const Device& device() const { return device_; }
+  /// Consult `lookup` (origin "tuned") before the auto-scheduler when a kernel has no
+  /// schedule of its own; a found schedule that no longer lowers falls back to auto.
+  void set_schedule_lookup(ScheduleLookup lookup) { lookup_ = std::move(lookup); }
   KernelCache& cache() { return *cache_; }
 
   /// Lower `k` under `b`, generate source for the device's HCD, then load the binary
@@ -95,6 +108,7 @@ public:
 private:
   Device device_;
   std::shared_ptr<KernelCache> cache_;
+  ScheduleLookup lookup_;
   struct Compiled {
     std::shared_ptr<const CompiledKernel> kernel;
     KernelCache::Binary binary;

@@ -4,6 +4,8 @@
 
 #include "runtime/KernelCache.h"
 #include "runtime/Session.h"
+#include "tune/TunedLookup.h"
+#include "tune/TuningDatabase.h"
 #include "runtime/SourceFiles.h"
 
 #include <fmt/core.h>
@@ -46,6 +48,7 @@ int compile_command(const CompileOptions& o) {
   const ShapeBindings shapes = shape_bindings(co, kernels);
   auto cache = std::make_shared<KernelCache>(KernelCache::default_dir());
   Session session(open_device(co.device, device_options(co)), cache);
+  session.set_schedule_lookup(tuning_database_lookup(TuningDatabase::default_path()));
   const hcd::Hcd& h = session.device().hcd();
   const bool assembly = o.emit != "source";
   if (assembly && (h.assembly.empty() || o.emit != h.assembly))

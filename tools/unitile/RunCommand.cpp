@@ -9,6 +9,8 @@
 #include "runtime/Npy.h"
 #include "runtime/OutputCheck.h"
 #include "runtime/Session.h"
+#include "tune/TunedLookup.h"
+#include "tune/TuningDatabase.h"
 #include "runtime/SourceFiles.h"
 
 #include <fmt/core.h>
@@ -112,6 +114,7 @@ int run_command(const CommonOptions& co, const RunOptions& ro) {
 
   auto cache = std::make_shared<KernelCache>(KernelCache::default_dir());
   Session session(open_device(co.device, device_options(co)), cache);
+  session.set_schedule_lookup(tuning_database_lookup(TuningDatabase::default_path()));
   std::optional<Session> reference;
   if (ro.check)
     reference.emplace(open_device("sim"), cache);

@@ -1,0 +1,259 @@
+// The tuner's search: the auto-scheduler's schedule first, then a beam search over the
+// GEMM tiling of each contraction site, each candidate checked on sim, then timed.
+#include "tune/Tuner.h"
+
+#include "ir/Diagnostic.h"
+#include "runtime/Inputs.h"
+#include "runtime/OutputCheck.h"
+#include "schedule/AutoSchedule.h"
+#include "schedule/Lower.h"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <chrono>
+#include <set>
+#include <tuple>
+
+namespace unitile {
+
+namespace {
+
+std::string prim_text(const Primitive& p) {
+  return to_text(Schedule{{p}});
+}
+
+// Where the primitives `block` sit, in order and contiguous, inside `s`.
+std::optional<size_t> find_block(const Schedule& s, const std::vector<Primitive>& block) {
+  if (block.empty() || block.size() > s.primitives.size())
+    return std::nullopt;
+  for (size_t at = 0; at + block.size() <= s.primitives.size(); ++at) {
+    bool same = true;
+    for (size_t n = 0; n < block.size() && same; ++n)
+      same = prim_text(s.primitives[at + n]) == prim_text(block[n]);
+    if (same)
+      return at;
+  }
+  return std::nullopt;
+}
+
+Schedule replace_block(const Schedule& s, size_t at, size_t length,
+                       const std::vector<Primitive>& with) {
+  Schedule out;
+  out.primitives.assign(s.primitives.begin(), s.primitives.begin() + static_cast<long>(at));
+  out.primitives.insert(out.primitives.end(), with.begin(), with.end());
+  out.primitives.insert(out.primitives.end(), s.primitives.begin() + static_cast<long>(at + length),
+                        s.primitives.end());
+  return out;
+}
+
+using TilingId = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, bool, bool>;
+TilingId id_of(const GemmTiling& t) {
+  return {t.mr, t.nr, t.kc, t.mc, t.nc, t.pack_a, t.pack_b};
+}
+
+int64_t round_up(int64_t x, int64_t m) {
+  return (x + m - 1) / m * m;
+}
+
+// Keep a tiling consistent with its site: mc, nc multiples of mr, nr and no larger than
+// the rounded-up extent; kc no larger than K.
+GemmTiling normalized(GemmTiling t, const GemmSite& s) {
+  t.mr = std::clamp<int64_t>(t.mr, 1, std::max<int64_t>(1, s.M));
+  t.kc = std::clamp<int64_t>(t.kc, 1, std::max<int64_t>(1, s.K));
+  t.mc = std::clamp(round_up(std::max<int64_t>(t.mc, 1), t.mr), t.mr, round_up(s.M, t.mr));
+  t.nc = std::clamp(round_up(std::max<int64_t>(t.nc, 1), t.nr), t.nr, round_up(s.N, t.nr));
+  return t;
+}
+
+// One step along each parameter: mr by one row, nr by one vector, kc, mc and nc by a
+// factor of two, and each packing switched.
+std::vector<GemmTiling> neighbours(const GemmTiling& t, const GemmSite& s, int lanes) {
+  std::vector<GemmTiling> out;
+  auto add = [&](auto change) {
+    GemmTiling n = t;
+    change(n);
+    out.push_back(normalized(n, s));
+  };
+  add([](GemmTiling& n) { n.mr += 1; });
+  add([](GemmTiling& n) { n.mr -= 1; });
+  add([&](GemmTiling& n) { n.nr += lanes; });
+  if (t.nr > lanes)
+    add([&](GemmTiling& n) { n.nr -= lanes; });
+  add([](GemmTiling& n) { n.kc *= 2; });
+  add([](GemmTiling& n) { n.kc = std::max<int64_t>(4, n.kc / 2); });
+  add([](GemmTiling& n) { n.mc *= 2; });
+  add([](GemmTiling& n) { n.mc /= 2; });
+  add([](GemmTiling& n) { n.nc *= 2; });
+  add([](GemmTiling& n) { n.nc /= 2; });
+  add([](GemmTiling& n) { n.pack_a = !n.pack_a; });
+  add([](GemmTiling& n) { n.pack_b = !n.pack_b; });
+  return out;
+}
+
+class Search {
+public:
+  Search(Session& device, Session& sim, TuningDatabase& db, const Kernel& k, const ShapeBindings& b,
+         const ParamValues& params, const TuneOptions& o,
+         const std::function<void(const TuneProgress&)>& progress)
+      : device_(device), sim_(sim), db_(db), k_(k), b_(b), params_(params), o_(o),
+        progress_(progress), start_(std::chrono::steady_clock::now()) {
+    key_ = tuning_key(k, b, device.device().hcd());
+    ShapeBindings small;
+    const std::vector<std::string> spec = specialisation_params(k);
+    for (const auto& [name, v] : b)
+      small[name] =
+          std::find(spec.begin(), spec.end(), name) != spec.end() ? v : std::min(v, o.check_extent);
+    small_ = bind_shapes(k, {}, small);
+    small_inputs_ = complete_inputs(k, small_, {}, o.seed);
+    inputs_ = complete_inputs(k, b, {}, o.seed);
+    for (const TensorDecl* t : k.outputs())
+      order_.push_back(t->name);
+  }
+
+  bool done() const {
+    if (o_.trials > 0 && result.trials >= o_.trials)
+      return true;
+    return o_.budget_s > 0 && elapsed() >= o_.budget_s;
+  }
+
+  // Check `s` on the small shape, then time it on the real one; record the row.
+  std::optional<double> measure(const Schedule& s) {
+    TuningRecord r;
+    r.key = key_;
+    r.kernel_name = k_.name;
+    r.schedule_json = to_json(s);
+    try {
+      auto small = device_.compile(k_, small_, s);
+      RunResult got = device_.run(*small, small_inputs_, params_, 0);
+      const CheckReport check = compare_outputs(order_, got.outputs, reference().outputs,
+                                                longest_reduction_extent(k_, small_));
+      if (!check.ok()) {
+        r.status = TrialStatus::WrongResult;
+        r.detail = check.message();
+      } else {
+        auto real = device_.compile(k_, b_, s);
+        RunResult timed = device_.run(*real, inputs_, params_, std::max(1, o_.repeat));
+        r.median_ms = timed.timing->median_ms;
+      }
+    } catch (const UserError& e) {
+      r.status = TrialStatus::CompileError;
+      r.detail = e.what();
+    }
+    db_.insert(r);
+    ++result.trials;
+    if (r.status == TrialStatus::Ok && (!result.best || r.median_ms < result.best->median_ms))
+      result.best = r;
+    TuneProgress p;
+    p.trial = result.trials;
+    p.trials = o_.trials;
+    p.elapsed_s = elapsed();
+    if (result.best)
+      p.best_ms = result.best->median_ms;
+    p.last = &r;
+    if (progress_)
+      progress_(p);
+    if (r.status != TrialStatus::Ok)
+      return std::nullopt;
+    return r.median_ms;
+  }
+
+  TuneResult result;
+
+private:
+  double elapsed() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  }
+  const RunResult& reference() {
+    if (!reference_) {
+      auto ref = sim_.compile(k_, small_, Schedule{}); // the plain default lowering
+      reference_ = sim_.run(*ref, small_inputs_, params_, 0);
+    }
+    return *reference_;
+  }
+
+  Session& device_;
+  Session& sim_;
+  TuningDatabase& db_;
+  const Kernel& k_;
+  const ShapeBindings& b_;
+  const ParamValues& params_;
+  const TuneOptions& o_;
+  const std::function<void(const TuneProgress&)>& progress_;
+  std::chrono::steady_clock::time_point start_;
+  TuningKey key_;
+  ShapeBindings small_;
+  std::map<std::string, Tensor> small_inputs_, inputs_;
+  std::vector<std::string> order_;
+  std::optional<RunResult> reference_;
+};
+
+} // namespace
+
+TuneResult tune_kernel(Session& device, Session& sim, TuningDatabase& db, const Kernel& k,
+                       const ShapeBindings& b, const ParamValues& params,
+                       const TuneOptions& options,
+                       const std::function<void(const TuneProgress&)>& progress) {
+  const hcd::Hcd& hcd = device.device().hcd();
+  Search search(device, sim, db, k, b, params, options, progress);
+  Schedule current = auto_schedule(k, b, hcd).schedule;
+  std::optional<double> current_ms = search.measure(current);
+  const std::vector<GemmSite> sites = gemm_sites(k, b, hcd);
+  search.result.gemm_sites = static_cast<int>(sites.size());
+
+  for (const GemmSite& site : sites) {
+    // The auto-scheduler's block for this site: packed, else unpacked; a site it could
+    // not register-block is not searched.
+    GemmTiling start = site.tiling;
+    std::optional<size_t> at = find_block(current, gemm_schedule(site, start));
+    if (!at) {
+      start.pack_a = start.pack_b = false;
+      at = find_block(current, gemm_schedule(site, start));
+    }
+    if (!at)
+      continue;
+    const size_t length = gemm_schedule(site, start).size();
+    const int lanes = std::max(1, hcd.lanes_for(site.dtype));
+
+    struct Scored {
+      GemmTiling tiling;
+      double ms;
+    };
+    std::vector<Scored> beam;
+    if (current_ms)
+      beam.push_back({start, *current_ms});
+    else
+      beam.push_back({start, 1e300}); // still search around it
+    std::set<TilingId> seen{id_of(start)};
+    while (!search.done()) {
+      std::vector<GemmTiling> round;
+      for (const Scored& s : beam)
+        for (const GemmTiling& n : neighbours(s.tiling, site, lanes))
+          if (seen.insert(id_of(n)).second && gemm_tiling_fits(site, n, hcd, nullptr))
+            round.push_back(n);
+      if (round.empty())
+        break;
+      std::vector<Scored> scored = beam;
+      for (const GemmTiling& t : round) {
+        if (search.done())
+          break;
+        if (auto ms = search.measure(replace_block(current, *at, length, gemm_schedule(site, t))))
+          scored.push_back({t, *ms});
+      }
+      std::stable_sort(scored.begin(), scored.end(),
+                       [](const Scored& a, const Scored& c) { return a.ms < c.ms; });
+      if (scored.size() > options.beam)
+        scored.resize(options.beam);
+      beam = scored;
+    }
+    // Later sites are searched with this one at its best tiling.
+    if (!beam.empty() && beam.front().ms < 1e300) {
+      const std::vector<Primitive> best = gemm_schedule(site, beam.front().tiling);
+      current = replace_block(current, *at, length, best);
+      current_ms = beam.front().ms;
+    }
+  }
+  return search.result;
+}
+
+} // namespace unitile
