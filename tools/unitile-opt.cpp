@@ -59,7 +59,7 @@ int run(int argc, char** argv) {
   app.add_option("--pass", pass, "pass to run: lower")->check(CLI::IsMember({"lower"}));
   app.add_option("--shape", shapes, "shape bindings NAME=VALUE[,NAME=VALUE...]");
   app.add_option("--kernel", kernel_name, "only this kernel");
-  app.add_option("--emit", emit, "print generated source in a dialect (c, loopir)");
+  app.add_option("--emit", emit, "print generated source in a dialect (c, opencl, loopir)");
   app.add_option("--hcd", hcd_name, "built-in HCD name or HCD file for --pass/--emit");
   app.add_flag("--loop", loop_input, "the input is Loop IR text");
   CLI11_PARSE(app, argc, argv);
@@ -68,7 +68,15 @@ int run(int argc, char** argv) {
   if (loop_input) {
     LoopProgram p = parse_loop_program(src);
     verify(p);
-    std::cout << to_string(p);
+    if (emit.empty()) {
+      std::cout << to_string(p);
+      return 0;
+    }
+    hcd::Hcd target = hcd_name.find('/') != std::string::npos || hcd_name.ends_with(".toml")
+                          ? hcd::load_file(hcd_name)
+                          : hcd::builtin(hcd_name);
+    target.dialect = emit;
+    std::cout << generate_source(p, target).code;
     return 0;
   }
   Module m = parse_module(src);

@@ -54,20 +54,36 @@ std::string identifier_chars(const std::string& name) {
   return s;
 }
 
-std::string sanitize(const std::string& ir_name) {
+// `extra` holds the dialect's own reserved words.
+std::string sanitize(const std::string& ir_name, const std::set<std::string, std::less<>>& extra) {
   std::string s = identifier_chars(ir_name);
   if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0])))
     s = "v_" + s;
-  if (reserved_identifiers().count(s) || s.rfind("ut_", 0) == 0 || s.rfind("UT_", 0) == 0 ||
-      s.rfind("__", 0) == 0)
+  if (reserved_identifiers().count(s) || extra.count(s) || s.rfind("ut_", 0) == 0 ||
+      s.rfind("UT_", 0) == 0 || s.rfind("__", 0) == 0)
     s += '_';
   return s;
+}
+
+std::set<std::string, std::less<>> split_words(std::string_view text) {
+  std::set<std::string, std::less<>> words;
+  size_t p = 0;
+  while (p < text.size()) {
+    size_t q = text.find(' ', p);
+    if (q == std::string_view::npos)
+      q = text.size();
+    if (q > p)
+      words.emplace(text.substr(p, q - p));
+    p = q + 1;
+  }
+  return words;
 }
 
 // IR names to C names, unique within one func. Buffers and variables are separate IR
 // namespaces, so they are keyed apart.
 class NameTable {
 public:
+  explicit NameTable(std::string_view dialect_reserved) : extra_(split_words(dialect_reserved)) {}
   const std::string& buffer(const std::string& n) { return get("b:" + n, n); }
   const std::string& var(const std::string& n) { return get("v:" + n, n); }
   std::string fresh(const std::string& stem) { return fmt::format("ut_{}{}", stem, counter_++); }
@@ -77,7 +93,7 @@ private:
     auto it = names_.find(key);
     if (it != names_.end())
       return it->second;
-    std::string base = sanitize(ir), c = base;
+    std::string base = sanitize(ir, extra_), c = base;
     for (int k = 1; taken_.count(c); ++k)
       c = fmt::format("{}_{}", base, k);
     taken_.insert(c);
@@ -85,6 +101,7 @@ private:
   }
   std::map<std::string, std::string> names_;
   std::set<std::string> taken_;
+  std::set<std::string, std::less<>> extra_;
   int counter_ = 0;
 };
 
@@ -161,6 +178,16 @@ bool const_int(const Expr& e, int64_t* v) {
   return true;
 }
 
+// Shared-scope allocations of a statement, outermost first.
+void collect_shared(const Stmt& s, std::vector<const StmtNode*>& out) {
+  if (!s)
+    return;
+  if (s->kind == StmtKind::Allocate && s->scope == MemScope::Shared)
+    out.push_back(s.get());
+  for (const auto& b : s->body)
+    collect_shared(b, out);
+}
+
 // Whether a func has a thread loop that runs more than one iteration, and a barrier.
 void scan_threads(const Stmt& s, bool* multi_thread, bool* has_barrier) {
   if (!s)
@@ -234,7 +261,7 @@ struct BufferView {
 class FuncPrinter {
 public:
   FuncPrinter(const LoopProgram& p, const hcd::Hcd& hcd, const CDialect& d, CHelperSet& helpers)
-      : prog_(p), hcd_(hcd), d_(d), helpers_(helpers) {}
+      : prog_(p), hcd_(hcd), d_(d), helpers_(helpers), names_(d.reserved_identifiers) {}
 
   std::string print(const LoopFunc& f, const std::string& entry) {
     bool has_barrier = false;
@@ -246,25 +273,35 @@ public:
           f.name, prog_.kernel, d_.name, hcd_.name));
     for (const auto& b : prog_.buffers)
       buffers_[b.name] = {b.dtype, b.shape, false};
+    block_ = launch_dims(f).block;
 
-    line(replace_all(std::string(d_.entry_signature), "{entry}", entry) + " {");
+    const bool params_in_signature = d_.entry_signature.find("{params}") != std::string_view::npos;
+    std::string signature = replace_all(std::string(d_.entry_signature), "{entry}", entry);
+    if (params_in_signature)
+      signature = replace_all(signature, "{params}", entry_params());
+    line(signature + " {");
     ++indent_;
     FreeNames used = free_names(f.body);
-    for (size_t k = 0; k < prog_.buffers.size(); ++k) {
+    for (size_t k = 0; k < prog_.buffers.size() && !params_in_signature; ++k) {
       const LoopBuffer& b = prog_.buffers[k];
       if (!used.buffers.count(b.name))
         continue;
-      std::string s(d_.buffer_binding);
-      s = replace_all(s, "{const}", b.role == TensorRole::Input ? "const " : "");
-      s = replace_all(s, "{type}", std::string(storage_type(b.dtype)));
-      s = replace_all(s, "{name}", names_.buffer(b.name));
-      line(replace_all(s, "{index}", std::to_string(k)));
+      line(replace_all(buffer_text(d_.buffer_binding, b), "{index}", std::to_string(k)));
     }
     for (size_t k = 0; k < prog_.params.size(); ++k) {
       const ParamDecl& prm = prog_.params[k];
       if (!used.vars.count(prm.name))
         continue;
       bind_param(prm, prog_.buffers.size() + k);
+    }
+    if (d_.shared_at_entry_scope) {
+      std::vector<const StmtNode*> shared;
+      collect_shared(f.body, shared);
+      for (const StmtNode* a : shared) {
+        std::string decl = shared_decl(*a);
+        line(decl);
+        hoisted_.insert(a);
+      }
     }
     stmt(f.body, true);
     --indent_;
@@ -278,6 +315,27 @@ private:
     out_.append(static_cast<size_t>(indent_) * 2, ' ');
     out_ += s;
     out_ += '\n';
+  }
+
+  std::string buffer_text(std::string_view templ, const LoopBuffer& b) {
+    std::string s(templ);
+    s = replace_all(s, "{const}", b.role == TensorRole::Input ? "const " : "");
+    s = replace_all(s, "{type}", std::string(storage_type(b.dtype)));
+    return replace_all(s, "{name}", names_.buffer(b.name));
+  }
+
+  // The parameter list of an entry that takes every argument in its signature.
+  std::string entry_params() {
+    std::vector<std::string> params;
+    for (const LoopBuffer& b : prog_.buffers)
+      params.push_back(buffer_text(d_.buffer_param, b));
+    for (const ParamDecl& prm : prog_.params) {
+      std::string s(is_float(prm.dtype) ? d_.float_param : d_.int_param);
+      params.push_back(replace_all(s, "{type}", std::string(value_type(prm.dtype))));
+    }
+    for (size_t k = 0; k < params.size(); ++k)
+      params[k] = replace_all(params[k], "{index}", std::to_string(k));
+    return join(params);
   }
 
   static std::string replace_all(std::string s, std::string_view from, std::string_view to) {
@@ -496,7 +554,7 @@ private:
     case MathFn::Abs:
       return fmt::format("fabs{}({})", sfx, args[0]);
     case MathFn::Round:
-      return fmt::format("nearbyint{}({})", sfx, args[0]);
+      return fmt::format("{}{}({})", d_.round_half_even, sfx, args[0]);
     default:
       return fmt::format("{}{}({})", math_fn_name(fn), sfx, join(args));
     }
@@ -808,9 +866,33 @@ private:
     unbind_var(s.var, saved);
   }
 
+  // The declaration of a shared allocation hoisted to the entry's outermost scope.
+  std::string shared_decl(const StmtNode& s) {
+    int64_t elems = 1;
+    for (int64_t d : s.shape)
+      elems *= d;
+    bool wide16 = s.dtype == DType::F16 || s.dtype == DType::BF16;
+    std::string_view t = wide16 ? value_type(s.dtype) : storage_type(s.dtype);
+    return fmt::format("{}{} {}[{}];", d_.shared_qualifier, t, names_.buffer(s.buffer),
+                       std::max<int64_t>(elems, 1));
+  }
+
   void alloc(const StmtNode& s) {
     UT_INTERNAL_ASSERT(s.scope != MemScope::Global,
                        "global-scope allocation '" + s.buffer + "' inside a func");
+    if (hoisted_.count(&s)) {
+      auto prev = buffers_.find(s.buffer);
+      std::optional<BufferView> shadowed;
+      if (prev != buffers_.end())
+        shadowed = prev->second;
+      buffers_[s.buffer] = {s.dtype, s.shape, s.dtype == DType::F16 || s.dtype == DType::BF16};
+      stmt(s.body[0], true);
+      if (shadowed)
+        buffers_[s.buffer] = *shadowed;
+      else
+        buffers_.erase(s.buffer);
+      return;
+    }
     int64_t elems = 1;
     for (int64_t d : s.shape)
       elems *= d;
@@ -824,12 +906,13 @@ private:
     buffers_[s.buffer] = {s.dtype, s.shape, wide16};
     const std::string& name = names_.buffer(s.buffer);
     int64_t bytes = elems * (wide16 ? 4 : dtype_bytes(s.dtype));
-    bool heap = bytes > 64 * 1024;
+    bool heap = bytes > 64 * 1024 && d_.heap_allocations;
+    std::string_view qualifier = s.scope == MemScope::Shared ? d_.shared_qualifier : "";
     if (heap) {
       line(fmt::format("{0}* {1} = ({0}*)malloc({2});", t, name, int_literal(bytes, true)));
       line(fmt::format("if (!{}) abort();", name));
     } else {
-      line(fmt::format("{} {}[{}];", t, name, elems));
+      line(fmt::format("{}{} {}[{}];", qualifier, t, name, elems));
     }
     stmt(s.body[0], true);
     if (heap)
@@ -852,14 +935,14 @@ private:
     const std::string& v = names_.var(s.var);
     int64_t ext = 0;
     bool single = const_int(s.extent, &ext) && ext == 1;
-    if (is_grid(s.for_kind) || (is_thread(s.for_kind) && single)) {
+    const bool hardware_thread = is_thread(s.for_kind) && !d_.thread_index[0].empty();
+    if (is_grid(s.for_kind) || (is_thread(s.for_kind) && single) || hardware_thread) {
       // One iteration per block (grid) or per one-thread block: a binding, not a loop.
       scoped(tail, [&] {
         std::optional<Interval> range = loop_range(s);
         std::string value;
-        if (is_grid(s.for_kind)) {
-          int axis = static_cast<int>(s.for_kind) - static_cast<int>(ForKind::GridX);
-          std::string idx = fmt::format("(int64_t){}", d_.block_index[axis]);
+        if (is_grid(s.for_kind) || hardware_thread) {
+          std::string idx = index_of_axis(s, single);
           int64_t mn = 0;
           value = const_int(s.min, &mn) && mn == 0 ? idx : fmt::format("{} + {}", expr(s.min), idx);
         } else {
@@ -888,6 +971,23 @@ private:
     nested(s.body[0]);
     line("}");
     unbind_var(s.var, saved);
+  }
+
+  // The block (grid loops) or thread (thread loops) index a loop stands for. A thread loop
+  // must span exactly the launch's block on its axis: the threads are the iterations.
+  std::string index_of_axis(const StmtNode& s, bool single) {
+    if (is_grid(s.for_kind)) {
+      int axis = static_cast<int>(s.for_kind) - static_cast<int>(ForKind::GridX);
+      return fmt::format("(int64_t){}", d_.block_index[axis]);
+    }
+    int axis = static_cast<int>(s.for_kind) - static_cast<int>(ForKind::ThreadX);
+    int64_t ext = 0;
+    if (!const_int(s.extent, &ext) || ext != static_cast<int64_t>(block_[axis]))
+      throw UserError(fmt::format(
+          "kernel '{}': thread loop '{}' must run exactly the launch's {} threads on axis {} "
+          "(the thread loops right inside the grid loops set the block), but its extent is {}",
+          prog_.kernel, s.var, block_[axis], "xyz"[axis], to_string(s.extent)));
+    return single ? std::string("0") : fmt::format("(int64_t){}", d_.thread_index[axis]);
   }
 
   std::string loop_header(const StmtNode& s, const std::string& v) {
@@ -1045,6 +1145,8 @@ private:
   std::set<std::string> bound_vars_;
   IntervalEnv env_;
   bool multi_thread_ = false;
+  std::array<uint32_t, 3> block_{1, 1, 1};
+  std::set<const StmtNode*> hoisted_; // shared allocations declared at the entry's top
   std::string out_;
   int indent_ = 0;
 };

@@ -133,9 +133,10 @@ uint32_t const_extent(const StmtNode& f) {
 LaunchDims launch_dims(const LoopFunc& f) {
   LaunchDims d;
   const StmtNode* s = f.body.get();
-  // Outermost grid loops (possibly under lets), then thread loops directly inside them.
+  // Outermost grid loops (possibly under lets), then thread loops directly inside them;
+  // a block's shared allocations may sit between the two.
   while (s) {
-    if (s->kind == StmtKind::Let) {
+    if (s->kind == StmtKind::Let || s->kind == StmtKind::Allocate) {
       s = s->body[0].get();
       continue;
     }

@@ -4,6 +4,7 @@
 #include "ir/Diagnostic.h"
 #include "ir/Verifier.h"
 #include "runtime/Inputs.h"
+#include "runtime/LaunchLimits.h"
 #include "schedule/Lower.h"
 
 #include <fmt/core.h>
@@ -86,7 +87,20 @@ std::shared_ptr<const CompiledKernel> Session::compile(const Kernel& k, const Sh
   ck->kernel_name = k.name;
   ck->bindings = b;
   ck->program = lower_to_loops(k, b, device_.hcd());
+  return finish_compile(std::move(ck));
+}
+
+std::shared_ptr<const CompiledKernel> Session::compile_program(LoopProgram program) {
+  auto ck = std::make_shared<CompiledKernel>();
+  ck->kernel_name = program.kernel;
+  ck->program = std::move(program);
+  return finish_compile(std::move(ck));
+}
+
+std::shared_ptr<const CompiledKernel> Session::finish_compile(std::shared_ptr<CompiledKernel> ck) {
   verify(ck->program);
+  for (const LoopFunc& f : ck->program.funcs)
+    check_launch_limits(ck->kernel_name, f, launch_dims(f), device_.hcd());
   ck->source = generate_source(ck->program, device_.hcd());
   UT_INTERNAL_ASSERT(ck->source.entries.size() == ck->program.funcs.size(),
                      "codegen gave a different number of entries than funcs");

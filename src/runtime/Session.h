@@ -58,6 +58,10 @@ public:
   /// from the cache or compile it. `k` must be verified (parse_module does that).
   std::shared_ptr<const CompiledKernel> compile(const Kernel& k, const ShapeBindings& b);
 
+  /// Compile a Loop IR program as it is (hand-written or scheduled elsewhere). Each func's
+  /// launch must fit the HCD's limits (LaunchLimits.h), as in compile.
+  std::shared_ptr<const CompiledKernel> compile_program(LoopProgram program);
+
   /// Run every func in order on `inputs` (every Input buffer, with the declared dtype
   /// and concrete shape) and `params` (every runtime param). With `repeat` > 0 the
   /// kernel is also timed. A missing or mismatched input or param is a UserError.
@@ -68,6 +72,8 @@ public:
   std::string compile_options() const;
 
 private:
+  std::shared_ptr<const CompiledKernel> finish_compile(std::shared_ptr<CompiledKernel> ck);
+
   Device device_;
   std::shared_ptr<KernelCache> cache_;
   std::map<CacheKey, std::shared_ptr<const CompiledKernel>> compiled_;
