@@ -14,6 +14,12 @@ APT_PACKAGES=(
   llvm-14-tools
   ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo
   python3 python3-venv python3-numpy
+  gcc-aarch64-linux-gnu    # cpu-aarch64: the NEON cross compiler (and the kernel server's)
+  libc6-dev-arm64-cross    # cpu-aarch64: its libc, also qemu's sysroot (-L /usr/aarch64-linux-gnu)
+  gcc-riscv64-linux-gnu    # cpu-riscv64: GNU binutils, libgcc and the kernel server's compiler
+  libc6-dev-riscv64-cross  # cpu-riscv64: its libc, also qemu's sysroot (-L /usr/riscv64-linux-gnu)
+  clang-15                 # cpu-riscv64: the kernel compiler (GCC 12 emits no RVV code)
+  qemu-user                # cpu-aarch64, cpu-riscv64: qemu-aarch64 / qemu-riscv64 run the kernels
 )
 
 if [[ "${UNITILE_SKIP_APT:-0}" != 1 ]]; then

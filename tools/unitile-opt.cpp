@@ -4,6 +4,8 @@
 //                                               print the Loop IR of the default schedule
 //   unitile-opt FILE.ut --pass=lower --emit=c   print generated source for a dialect
 //   unitile-opt FILE.loop --loop                parse, verify and print Loop IR
+//   unitile-opt FILE.loop --loop --emit=cuda --hcd nvidia-h100
+//                                               print generated source for a Loop IR program
 #include "codegen/Codegen.h"
 #include "hcd/Hcd.h"
 #include "ir/Parser.h"
@@ -59,12 +61,17 @@ int run(int argc, char** argv) {
   app.add_option("--pass", pass, "pass to run: lower")->check(CLI::IsMember({"lower"}));
   app.add_option("--shape", shapes, "shape bindings NAME=VALUE[,NAME=VALUE...]");
   app.add_option("--kernel", kernel_name, "only this kernel");
-  app.add_option("--emit", emit, "print generated source in a dialect (c, opencl, loopir)");
+  app.add_option("--emit", emit, "print generated source in a dialect (c, cuda, opencl, loopir)");
   app.add_option("--hcd", hcd_name, "built-in HCD name or HCD file for --pass/--emit");
   app.add_flag("--loop", loop_input, "the input is Loop IR text");
   CLI11_PARSE(app, argc, argv);
 
   SourceFile src = read_source(input);
+  auto target_hcd = [&] {
+    return hcd_name.find('/') != std::string::npos || hcd_name.ends_with(".toml")
+               ? hcd::load_file(hcd_name)
+               : hcd::builtin(hcd_name);
+  };
   if (loop_input) {
     LoopProgram p = parse_loop_program(src);
     verify(p);
@@ -72,9 +79,7 @@ int run(int argc, char** argv) {
       std::cout << to_string(p);
       return 0;
     }
-    hcd::Hcd target = hcd_name.find('/') != std::string::npos || hcd_name.ends_with(".toml")
-                          ? hcd::load_file(hcd_name)
-                          : hcd::builtin(hcd_name);
+    hcd::Hcd target = target_hcd();
     target.dialect = emit;
     std::cout << generate_source(p, target).code;
     return 0;
@@ -85,9 +90,7 @@ int run(int argc, char** argv) {
       if (kernel_name.empty() || k.name == kernel_name) std::cout << to_string(k) << "\n";
     return 0;
   }
-  hcd::Hcd h = hcd_name.find('/') != std::string::npos || hcd_name.ends_with(".toml")
-                   ? hcd::load_file(hcd_name)
-                   : hcd::builtin(hcd_name);
+  hcd::Hcd h = target_hcd();
   ShapeBindings given = parse_bindings(shapes);
   for (const auto& k : m.kernels) {
     if (!kernel_name.empty() && k.name != kernel_name) continue;

@@ -32,4 +32,11 @@ const CDialect& c_dialect() {
   return d;
 }
 
+const CDialect* find_c_dialect(std::string_view name) {
+  for (const CDialect* d : {&c_dialect(), &cuda_dialect(), &opencl_dialect()})
+    if (d->name == name)
+      return d;
+  return nullptr;
+}
+
 } // namespace unitile::codegen

@@ -1,12 +1,14 @@
-// What differs between the C-family dialects (c, later opencl and cuda), as data the
-// shared printer reads: type names, qualifiers, how an entry point is declared and how
-// it finds its arguments and block index. The printer never branches on a dialect name.
+// What differs between the C-family dialects (c, cuda, opencl), as data the shared printer
+// reads: type names, qualifiers, how an entry point is declared and how it finds its
+// arguments, block and thread index. The printer never branches on a dialect name.
 #pragma once
 
 #include "ir/Type.h"
 
 #include <array>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace unitile::codegen {
 
@@ -16,7 +18,9 @@ struct CDialect {
   std::string_view prelude;
   /// Prefix of every entry point's name; the func name follows.
   std::string_view entry_prefix;
-  /// Entry point declaration; `{entry}` is replaced by its name.
+  /// Entry point declaration; `{entry}` is replaced by its name, `{nargs}` by the number of
+  /// arguments (buffers, then runtime params; at least 1) and `{block_threads}` by the
+  /// threads of one block (the product of the func's launch block extents).
   std::string_view entry_signature;
   /// Binding of argument `{index}` to buffer `{name}` of element type `{type}`;
   /// `{const}` is "const " for inputs and empty otherwise.
@@ -36,37 +40,57 @@ struct CDialect {
   /// Statement a Barrier becomes when blocks have more than one thread, or empty when the
   /// dialect cannot run such blocks.
   std::string_view barrier;
-
-  // Capabilities of dialects whose entry points are device kernels (opencl, cuda). The
-  // defaults describe the c dialect.
-
+  /// How thread index 0/1/2 within a block and the block's extent along that axis are
+  /// spelled, or empty when a block is one C thread (its thread loops then run serially
+  /// and the HCD's block limits do not apply to them).
+  std::array<std::string_view, 3> thread_index;
+  std::array<std::string_view, 3> block_extent;
+  /// Qualifier before an Allocate in MemScope::Shared ("__shared__ "), or empty when a
+  /// shared allocation is an ordinary local array. Non-empty means shared allocations
+  /// count against the HCD's shared_memory_per_block.
+  std::string_view shared_qualifier;
+  /// Most bytes of shared allocations one block may declare statically in this dialect
+  /// (CUDA: 48 KiB without dynamic shared memory), or 0 when only the HCD limits them.
+  int64_t max_static_shared_bytes = 0;
+  /// Declaration prefix of the helper functions (CHelpers.h) in place of "static inline".
+  std::string_view helper_qualifier = "static inline";
+  /// Helpers the dialect defines its own way (name, full definition), e.g. f16
+  /// conversions through the vendor's half type.
+  std::vector<std::pair<std::string_view, std::string_view>> helper_overrides;
+  /// Loop hints; `{count}` is the unroll factor. Empty: no hint printed.
+  std::string_view unroll_pragma = "#pragma GCC unroll {count}";
+  std::string_view ivdep_pragma = "#pragma GCC ivdep";
+  /// Identifiers the dialect reserves beyond C's (IR names that collide get a '_').
+  std::vector<std::string_view> reserved_identifiers;
   /// When `entry_signature` holds `{params}`, every argument is an entry parameter, in
-  /// calling-convention order: buffer `{name}` of element type `{type}` (`{const}` as
-  /// for buffer_binding), then params; `{index}` is the argument's position and a
-  /// float param's `{type}` is its value type. int_arg/float_arg then name the params.
+  /// calling-convention order: buffer `{name}` of element type `{type}` (`{const}` as for
+  /// buffer_binding), then params; `{index}` is the argument's position and a float
+  /// param's `{type}` its value type. int_arg/float_arg then name the params.
   std::string_view buffer_param;
   std::string_view int_param;
   std::string_view float_param;
-  /// How thread index 0/1/2 within a block is spelled; empty when a block's threads run
-  /// as a serial loop (then blocks must have one thread to use barriers).
-  std::array<std::string_view, 3> thread_index;
-  /// Qualifier of shared-scope (block-wide) allocations, and whether they must be declared
-  /// at the entry's outermost scope (OpenCL's __local) rather than where they occur.
-  std::string_view shared_qualifier;
+  /// Whether shared allocations must be declared at the entry's outermost scope (OpenCL's
+  /// __local) rather than where they occur.
   bool shared_at_entry_scope = false;
   /// Whether large private allocations may live on the heap (malloc/free).
   bool heap_allocations = true;
   /// The math function that rounds half to even (before the f32 suffix).
   std::string_view round_half_even = "nearbyint";
-  /// Identifiers the dialect reserves beyond C's (keywords, builtins), space-separated.
-  std::string_view reserved_identifiers;
 };
 
 /// The `c` dialect: C11 with GCC extensions, one exported function per LoopFunc following
 /// the calling convention in CDialectAbi.h.
 const CDialect& c_dialect();
 
-/// The `opencl` dialect: OpenCL C 1.2 kernels (OpenCLDialect.cpp).
+/// The `cuda` dialect: CUDA C++ for NVRTC, one `extern "C" __global__` function per
+/// LoopFunc taking its arguments as one by-value array of ut_c_arg (CudaDialect.cpp).
+const CDialect& cuda_dialect();
+
+/// The `opencl` dialect: OpenCL C 1.2 kernels taking every argument as a kernel parameter
+/// (OpenCLDialect.cpp).
 const CDialect& opencl_dialect();
+
+/// The C-family dialect called `name`, or nullptr.
+const CDialect* find_c_dialect(std::string_view name);
 
 } // namespace unitile::codegen

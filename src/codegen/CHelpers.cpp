@@ -253,7 +253,19 @@ std::string CHelperSet::need_vector(DType elem, int lanes) {
   return vector_type_name(elem, lanes);
 }
 
-std::string CHelperSet::text() const {
+// Helper `name`'s definition in dialect `d`.
+static std::string helper_text(const CDialect& d, const std::string& name, const std::string& generic) {
+  for (const auto& [n, text] : d.helper_overrides)
+    if (n == name)
+      return std::string(text);
+  constexpr std::string_view kQualifier = "static inline";
+  std::string s = generic;
+  if (d.helper_qualifier != kQualifier && s.rfind(kQualifier, 0) == 0)
+    s.replace(0, kQualifier.size(), d.helper_qualifier);
+  return s;
+}
+
+std::string CHelperSet::text(const CDialect& d) const {
   // Dependencies never come after their users: the conversions first, then the rest.
   static const std::vector<std::string> first = {"ut_f16_to_f32", "ut_f32_to_f16", "ut_bf16_to_f32",
                                                  "ut_f32_to_bf16"};
@@ -261,10 +273,10 @@ std::string CHelperSet::text() const {
   std::string s;
   for (const auto& name : first)
     if (scalars_.count(name))
-      s += table.find(name)->second.text;
+      s += helper_text(d, name, table.find(name)->second.text);
   for (const auto& name : scalars_)
     if (std::find(first.begin(), first.end(), name) == first.end())
-      s += table.find(name)->second.text;
+      s += helper_text(d, name, table.find(name)->second.text);
   // The vector helpers are static and inlined, so their calling convention never meets
   // other code: GCC's note that wide vectors change the ABI without -mavx is moot here.
   if (!vectors_.empty())

@@ -4,6 +4,7 @@
 // only the ones it uses, so generated code stays short enough to read.
 #pragma once
 
+#include "codegen/CDialect.h"
 #include "ir/Type.h"
 
 #include <set>
@@ -22,8 +23,9 @@ public:
   /// helpers; returns its name, e.g. "ut_v8f32". The lane count must be a power of two.
   std::string need_vector(DType elem, int lanes);
   bool empty() const { return scalars_.empty() && vectors_.empty(); }
-  /// C definitions of everything requested (dependencies first), in a fixed order.
-  std::string text() const;
+  /// C definitions of everything requested (dependencies first), in a fixed order, as
+  /// dialect `d` declares them (its helper qualifier and its own definitions of some).
+  std::string text(const CDialect& d) const;
 
 private:
   std::set<std::string> scalars_;

@@ -54,36 +54,23 @@ std::string identifier_chars(const std::string& name) {
   return s;
 }
 
-// `extra` holds the dialect's own reserved words.
-std::string sanitize(const std::string& ir_name, const std::set<std::string, std::less<>>& extra) {
+std::string sanitize(const std::string& ir_name, const CDialect& d) {
   std::string s = identifier_chars(ir_name);
   if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0])))
     s = "v_" + s;
-  if (reserved_identifiers().count(s) || extra.count(s) || s.rfind("ut_", 0) == 0 ||
+  bool dialect_word = std::find(d.reserved_identifiers.begin(), d.reserved_identifiers.end(),
+                                s) != d.reserved_identifiers.end();
+  if (reserved_identifiers().count(s) || dialect_word || s.rfind("ut_", 0) == 0 ||
       s.rfind("UT_", 0) == 0 || s.rfind("__", 0) == 0)
     s += '_';
   return s;
-}
-
-std::set<std::string, std::less<>> split_words(std::string_view text) {
-  std::set<std::string, std::less<>> words;
-  size_t p = 0;
-  while (p < text.size()) {
-    size_t q = text.find(' ', p);
-    if (q == std::string_view::npos)
-      q = text.size();
-    if (q > p)
-      words.emplace(text.substr(p, q - p));
-    p = q + 1;
-  }
-  return words;
 }
 
 // IR names to C names, unique within one func. Buffers and variables are separate IR
 // namespaces, so they are keyed apart.
 class NameTable {
 public:
-  explicit NameTable(std::string_view dialect_reserved) : extra_(split_words(dialect_reserved)) {}
+  explicit NameTable(const CDialect& d) : d_(d) {}
   const std::string& buffer(const std::string& n) { return get("b:" + n, n); }
   const std::string& var(const std::string& n) { return get("v:" + n, n); }
   std::string fresh(const std::string& stem) { return fmt::format("ut_{}{}", stem, counter_++); }
@@ -93,15 +80,15 @@ private:
     auto it = names_.find(key);
     if (it != names_.end())
       return it->second;
-    std::string base = sanitize(ir, extra_), c = base;
+    std::string base = sanitize(ir, d_), c = base;
     for (int k = 1; taken_.count(c); ++k)
       c = fmt::format("{}_{}", base, k);
     taken_.insert(c);
     return names_.emplace(key, c).first->second;
   }
+  const CDialect& d_;
   std::map<std::string, std::string> names_;
   std::set<std::string> taken_;
-  std::set<std::string, std::less<>> extra_;
   int counter_ = 0;
 };
 
@@ -178,16 +165,6 @@ bool const_int(const Expr& e, int64_t* v) {
   return true;
 }
 
-// Shared-scope allocations of a statement, outermost first.
-void collect_shared(const Stmt& s, std::vector<const StmtNode*>& out) {
-  if (!s)
-    return;
-  if (s->kind == StmtKind::Allocate && s->scope == MemScope::Shared)
-    out.push_back(s.get());
-  for (const auto& b : s->body)
-    collect_shared(b, out);
-}
-
 // Whether a func has a thread loop that runs more than one iteration, and a barrier.
 void scan_threads(const Stmt& s, bool* multi_thread, bool* has_barrier) {
   if (!s)
@@ -200,6 +177,49 @@ void scan_threads(const Stmt& s, bool* multi_thread, bool* has_barrier) {
     *multi_thread = true;
   for (const auto& b : s->body)
     scan_threads(b, multi_thread, has_barrier);
+}
+
+// Bytes of the shared-scope allocations in `s` (all of them, as if live at once).
+int64_t shared_bytes(const Stmt& s) {
+  if (!s)
+    return 0;
+  int64_t total = 0;
+  if (s->kind == StmtKind::Allocate && s->scope == MemScope::Shared) {
+    int64_t elems = 1;
+    for (int64_t d : s->shape)
+      elems *= d;
+    // 16-bit floats are held as f32 (see alloc below).
+    bool wide16 = s->dtype == DType::F16 || s->dtype == DType::BF16;
+    total += std::max<int64_t>(elems, 1) * (wide16 ? 4 : dtype_bytes(s->dtype));
+  }
+  for (const auto& b : s->body)
+    total += shared_bytes(b);
+  return total;
+}
+
+bool contains_barrier(const Stmt& s) {
+  if (!s)
+    return false;
+  if (s->kind == StmtKind::Barrier)
+    return true;
+  for (const auto& b : s->body)
+    if (contains_barrier(b))
+      return true;
+  return false;
+}
+
+// The first buffer stored to outside every thread loop, or nullptr.
+const std::string* store_outside_threads(const Stmt& s) {
+  if (!s)
+    return nullptr;
+  if (s->kind == StmtKind::Store)
+    return &s->buffer;
+  if (s->kind == StmtKind::For && is_thread(s->for_kind))
+    return nullptr;
+  for (const auto& b : s->body)
+    if (const std::string* name = store_outside_threads(b))
+      return name;
+  return nullptr;
 }
 
 // ---------------------------------------------------------------------------------------
@@ -261,7 +281,7 @@ struct BufferView {
 class FuncPrinter {
 public:
   FuncPrinter(const LoopProgram& p, const hcd::Hcd& hcd, const CDialect& d, CHelperSet& helpers)
-      : prog_(p), hcd_(hcd), d_(d), helpers_(helpers), names_(d.reserved_identifiers) {}
+      : prog_(p), hcd_(hcd), d_(d), helpers_(helpers), names_(d) {}
 
   std::string print(const LoopFunc& f, const std::string& entry) {
     bool has_barrier = false;
@@ -271,12 +291,18 @@ public:
           "func '{}' of kernel '{}': the {} dialect cannot run multi-thread blocks with barriers "
           "(HCD '{}')",
           f.name, prog_.kernel, d_.name, hcd_.name));
+    dims_ = launch_dims(f);
+    check_limits(f);
     for (const auto& b : prog_.buffers)
       buffers_[b.name] = {b.dtype, b.shape, false};
-    block_ = launch_dims(f).block;
 
-    const bool params_in_signature = d_.entry_signature.find("{params}") != std::string_view::npos;
     std::string signature = replace_all(std::string(d_.entry_signature), "{entry}", entry);
+    size_t nargs = std::max<size_t>(prog_.buffers.size() + prog_.params.size(), 1);
+    signature = replace_all(signature, "{nargs}", std::to_string(nargs));
+    signature = replace_all(signature, "{block_threads}",
+                            std::to_string(uint64_t{dims_.block[0]} * dims_.block[1] *
+                                           dims_.block[2]));
+    const bool params_in_signature = signature.find("{params}") != std::string::npos;
     if (params_in_signature)
       signature = replace_all(signature, "{params}", entry_params());
     line(signature + " {");
@@ -294,15 +320,8 @@ public:
         continue;
       bind_param(prm, prog_.buffers.size() + k);
     }
-    if (d_.shared_at_entry_scope) {
-      std::vector<const StmtNode*> shared;
-      collect_shared(f.body, shared);
-      for (const StmtNode* a : shared) {
-        std::string decl = shared_decl(*a);
-        line(decl);
-        hoisted_.insert(a);
-      }
-    }
+    if (d_.shared_at_entry_scope)
+      hoist_shared(f.body);
     stmt(f.body, true);
     --indent_;
     line("}");
@@ -310,11 +329,54 @@ public:
   }
 
 private:
-  // ----- output
-  void line(const std::string& s) {
-    out_.append(static_cast<size_t>(indent_) * 2, ' ');
-    out_ += s;
-    out_ += '\n';
+  bool hardware_threads() const { return !d_.thread_index[0].empty(); }
+
+  // What the HCD and the dialect allow one launch: grid and block extents, threads per
+  // block, shared memory per block. Exceeding them is the user's (or the schedule's)
+  // request that this device cannot run, so it is a UserError naming the limit.
+  void check_limits(const LoopFunc& f) {
+    auto where = [&] {
+      return fmt::format("func '{}' of kernel '{}' on HCD '{}' ({})", f.name, prog_.kernel,
+                         hcd_.name, hcd_.source);
+    };
+    static constexpr const char* kAxes[] = {"x", "y", "z"};
+    for (int a = 0; a < 3; ++a)
+      if (a < static_cast<int>(hcd_.max_grid.size()) && dims_.grid[a] > hcd_.max_grid[a])
+        throw UserError(fmt::format("error: {}: grid.{} has {} blocks, more than the device's "
+                                    "limit of {} ([limits] max_grid)",
+                                    where(), kAxes[a], dims_.grid[a], hcd_.max_grid[a]));
+    if (!hardware_threads())
+      return; // a block is one C thread: its thread loops run serially
+    uint64_t threads = 1;
+    for (int a = 0; a < 3; ++a) {
+      threads *= dims_.block[a];
+      if (a < static_cast<int>(hcd_.max_block.size()) && dims_.block[a] > hcd_.max_block[a])
+        throw UserError(fmt::format("error: {}: thread.{} has {} threads, more than the "
+                                    "device's limit of {} ([limits] max_block)",
+                                    where(), kAxes[a], dims_.block[a], hcd_.max_block[a]));
+    }
+    if (threads > static_cast<uint64_t>(hcd_.max_threads_per_block))
+      throw UserError(fmt::format("error: {}: a block of {} threads exceeds the device's {} "
+                                  "([compute] max_threads_per_block)",
+                                  where(), threads, hcd_.max_threads_per_block));
+    if (multi_thread_)
+      if (const std::string* b = store_outside_threads(f.body))
+        throw UserError(fmt::format("error: {}: buffer '{}' is stored outside every thread loop "
+                                    "of a multi-thread block; the {} dialect runs each thread "
+                                    "loop's iterations on hardware threads, so such a store "
+                                    "would run once per thread (put it inside a thread loop)",
+                                    where(), *b, d_.name));
+    if (d_.shared_qualifier.empty())
+      return;
+    int64_t bytes = shared_bytes(f.body);
+    if (bytes > hcd_.shared_memory_per_block)
+      throw UserError(fmt::format("error: {}: {} bytes of shared memory per block, more than the "
+                                  "device's {} ([limits] shared_memory_per_block)",
+                                  where(), bytes, hcd_.shared_memory_per_block));
+    if (d_.max_static_shared_bytes > 0 && bytes > d_.max_static_shared_bytes)
+      throw UserError(fmt::format("error: {}: {} bytes of shared memory per block, more than the "
+                                  "{} bytes the {} dialect can declare statically",
+                                  where(), bytes, d_.max_static_shared_bytes, d_.name));
   }
 
   std::string buffer_text(std::string_view templ, const LoopBuffer& b) {
@@ -336,6 +398,32 @@ private:
     for (size_t k = 0; k < params.size(); ++k)
       params[k] = replace_all(params[k], "{index}", std::to_string(k));
     return join(params);
+  }
+
+  // Declares every shared allocation of `s` here, at the entry's outermost scope, for
+  // dialects that allow them nowhere else; alloc then only binds the name.
+  void hoist_shared(const Stmt& s) {
+    if (!s)
+      return;
+    if (s->kind == StmtKind::Allocate && s->scope == MemScope::Shared) {
+      int64_t elems = 1;
+      for (int64_t d : s->shape)
+        elems *= d;
+      bool wide16 = s->dtype == DType::F16 || s->dtype == DType::BF16;
+      line(fmt::format("{}{} {}[{}];", d_.shared_qualifier,
+                       wide16 ? value_type(s->dtype) : storage_type(s->dtype),
+                       names_.buffer(s->buffer), std::max<int64_t>(elems, 1)));
+      hoisted_.insert(s.get());
+    }
+    for (const auto& b : s->body)
+      hoist_shared(b);
+  }
+
+  // ----- output
+  void line(const std::string& s) {
+    out_.append(static_cast<size_t>(indent_) * 2, ' ');
+    out_ += s;
+    out_ += '\n';
   }
 
   static std::string replace_all(std::string s, std::string_view from, std::string_view to) {
@@ -866,33 +954,9 @@ private:
     unbind_var(s.var, saved);
   }
 
-  // The declaration of a shared allocation hoisted to the entry's outermost scope.
-  std::string shared_decl(const StmtNode& s) {
-    int64_t elems = 1;
-    for (int64_t d : s.shape)
-      elems *= d;
-    bool wide16 = s.dtype == DType::F16 || s.dtype == DType::BF16;
-    std::string_view t = wide16 ? value_type(s.dtype) : storage_type(s.dtype);
-    return fmt::format("{}{} {}[{}];", d_.shared_qualifier, t, names_.buffer(s.buffer),
-                       std::max<int64_t>(elems, 1));
-  }
-
   void alloc(const StmtNode& s) {
     UT_INTERNAL_ASSERT(s.scope != MemScope::Global,
                        "global-scope allocation '" + s.buffer + "' inside a func");
-    if (hoisted_.count(&s)) {
-      auto prev = buffers_.find(s.buffer);
-      std::optional<BufferView> shadowed;
-      if (prev != buffers_.end())
-        shadowed = prev->second;
-      buffers_[s.buffer] = {s.dtype, s.shape, s.dtype == DType::F16 || s.dtype == DType::BF16};
-      stmt(s.body[0], true);
-      if (shadowed)
-        buffers_[s.buffer] = *shadowed;
-      else
-        buffers_.erase(s.buffer);
-      return;
-    }
     int64_t elems = 1;
     for (int64_t d : s.shape)
       elems *= d;
@@ -906,13 +970,18 @@ private:
     buffers_[s.buffer] = {s.dtype, s.shape, wide16};
     const std::string& name = names_.buffer(s.buffer);
     int64_t bytes = elems * (wide16 ? 4 : dtype_bytes(s.dtype));
-    bool heap = bytes > 64 * 1024 && d_.heap_allocations;
-    std::string_view qualifier = s.scope == MemScope::Shared ? d_.shared_qualifier : "";
-    if (heap) {
+    bool shared = s.scope == MemScope::Shared && !d_.shared_qualifier.empty();
+    bool heap = bytes > 64 * 1024 && !shared && d_.heap_allocations;
+    if (hoisted_.count(&s)) {
+      // declared at the entry's top (hoist_shared)
+    } else if (shared) {
+      // As in every dialect, 16-bit floats are held in their compute type (f32).
+      line(fmt::format("{}{} {}[{}];", d_.shared_qualifier, t, name, elems));
+    } else if (heap) {
       line(fmt::format("{0}* {1} = ({0}*)malloc({2});", t, name, int_literal(bytes, true)));
       line(fmt::format("if (!{}) abort();", name));
     } else {
-      line(fmt::format("{}{} {}[{}];", qualifier, t, name, elems));
+      line(fmt::format("{} {}[{}];", t, name, elems));
     }
     stmt(s.body[0], true);
     if (heap)
@@ -935,14 +1004,14 @@ private:
     const std::string& v = names_.var(s.var);
     int64_t ext = 0;
     bool single = const_int(s.extent, &ext) && ext == 1;
-    const bool hardware_thread = is_thread(s.for_kind) && !d_.thread_index[0].empty();
-    if (is_grid(s.for_kind) || (is_thread(s.for_kind) && single) || hardware_thread) {
+    if (is_grid(s.for_kind) || (is_thread(s.for_kind) && single)) {
       // One iteration per block (grid) or per one-thread block: a binding, not a loop.
       scoped(tail, [&] {
         std::optional<Interval> range = loop_range(s);
         std::string value;
-        if (is_grid(s.for_kind) || hardware_thread) {
-          std::string idx = index_of_axis(s, single);
+        if (is_grid(s.for_kind)) {
+          int axis = static_cast<int>(s.for_kind) - static_cast<int>(ForKind::GridX);
+          std::string idx = fmt::format("(int64_t){}", d_.block_index[axis]);
           int64_t mn = 0;
           value = const_int(s.min, &mn) && mn == 0 ? idx : fmt::format("{} + {}", expr(s.min), idx);
         } else {
@@ -957,13 +1026,17 @@ private:
       });
       return;
     }
+    if (is_thread(s.for_kind) && hardware_threads()) {
+      thread_loop(s, tail);
+      return;
+    }
     if (s.for_kind == ForKind::Vectorized && d_.gcc_vector_extensions && vector_loop(s))
       return;
-    if (s.for_kind == ForKind::Unrolled)
-      line(fmt::format("#pragma GCC unroll {}",
-                       const_int(s.extent, &ext) ? std::min<int64_t>(ext, 64) : 4));
-    if (s.for_kind == ForKind::Vectorized)
-      line("#pragma GCC ivdep");
+    if (s.for_kind == ForKind::Unrolled && !d_.unroll_pragma.empty())
+      line(replace_all(std::string(d_.unroll_pragma), "{count}",
+                       std::to_string(const_int(s.extent, &ext) ? std::min<int64_t>(ext, 64) : 4)));
+    if (s.for_kind == ForKind::Vectorized && !d_.ivdep_pragma.empty())
+      line(std::string(d_.ivdep_pragma));
     std::optional<Interval> range = loop_range(s);
     std::string header = loop_header(s, v);
     Saved saved = bind_var(s.var, range);
@@ -973,21 +1046,44 @@ private:
     unbind_var(s.var, saved);
   }
 
-  // The block (grid loops) or thread (thread loops) index a loop stands for. A thread loop
-  // must span exactly the launch's block on its axis: the threads are the iterations.
-  std::string index_of_axis(const StmtNode& s, bool single) {
-    if (is_grid(s.for_kind)) {
-      int axis = static_cast<int>(s.for_kind) - static_cast<int>(ForKind::GridX);
-      return fmt::format("(int64_t){}", d_.block_index[axis]);
-    }
+  // A thread loop on hardware threads. When its extent is the block's along its axis,
+  // each thread runs one iteration: a binding. Otherwise the block's threads stride
+  // through the iterations, which is only correct without barriers inside (threads
+  // would reach them different numbers of times).
+  void thread_loop(const StmtNode& s, bool tail) {
     int axis = static_cast<int>(s.for_kind) - static_cast<int>(ForKind::ThreadX);
     int64_t ext = 0;
-    if (!const_int(s.extent, &ext) || ext != static_cast<int64_t>(block_[axis]))
+    UT_INTERNAL_ASSERT(const_int(s.extent, &ext), "thread loop '" + s.var + "' needs a constant extent");
+    const std::string& v = names_.var(s.var);
+    std::string idx = fmt::format("(int64_t){}", d_.thread_index[axis]);
+    int64_t mn = 0;
+    bool zero_min = const_int(s.min, &mn) && mn == 0;
+    std::optional<Interval> range = loop_range(s);
+    if (ext == static_cast<int64_t>(dims_.block[axis])) {
+      scoped(tail, [&] {
+        bool used = free_names(s.body[0]).vars.count(s.var) > 0;
+        Saved saved = bind_var(s.var, range);
+        if (used)
+          line(fmt::format("const int64_t {} = {};", v,
+                           zero_min ? idx : fmt::format("{} + {}", expr(s.min), idx)));
+        stmt(s.body[0], true);
+        unbind_var(s.var, saved);
+      });
+      return;
+    }
+    if (contains_barrier(s.body[0]))
       throw UserError(fmt::format(
-          "kernel '{}': thread loop '{}' must run exactly the launch's {} threads on axis {} "
-          "(the thread loops right inside the grid loops set the block), but its extent is {}",
-          prog_.kernel, s.var, block_[axis], "xyz"[axis], to_string(s.extent)));
-    return single ? std::string("0") : fmt::format("(int64_t){}", d_.thread_index[axis]);
+          "error: kernel '{}': thread loop '{}' has {} iterations but the block has {} threads "
+          "along thread.{}, and its body holds a barrier that not every thread would reach",
+          prog_.kernel, s.var, ext, dims_.block[axis], "xyz"[axis]));
+    std::string lo = strip_parens(expr(s.min)), end = names_.fresh("end");
+    std::string hi = zero_min ? int_literal(ext, true) : fmt::format("{} + {}", lo, int_literal(ext, true));
+    Saved saved = bind_var(s.var, range);
+    line(fmt::format("for (int64_t {0} = {1}{2}, {3} = {4}; {0} < {3}; {0} += {5}) {{", v,
+                     zero_min ? "" : lo + " + ", idx, end, hi, d_.block_extent[axis]));
+    nested(s.body[0]);
+    line("}");
+    unbind_var(s.var, saved);
   }
 
   std::string loop_header(const StmtNode& s, const std::string& v) {
@@ -1144,9 +1240,9 @@ private:
   std::map<std::string, BufferView> buffers_;
   std::set<std::string> bound_vars_;
   IntervalEnv env_;
-  bool multi_thread_ = false;
-  std::array<uint32_t, 3> block_{1, 1, 1};
+  LaunchDims dims_;
   std::set<const StmtNode*> hoisted_; // shared allocations declared at the entry's top
+  bool multi_thread_ = false;
   std::string out_;
   int indent_ = 0;
 };
@@ -1170,7 +1266,7 @@ GeneratedSource print_c_family(const LoopProgram& p, const hcd::Hcd& hcd, const 
                        p.kernel, hcd.name, d.name);
   g.code += d.prelude;
   if (!helpers.empty())
-    g.code += "\n" + helpers.text();
+    g.code += "\n" + helpers.text(d);
   g.code += funcs;
   return g;
 }

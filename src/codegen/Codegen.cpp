@@ -9,10 +9,8 @@
 namespace unitile {
 
 GeneratedSource generate_source(const LoopProgram& p, const hcd::Hcd& hcd) {
-  if (hcd.dialect == "c")
-    return codegen::print_c_family(p, hcd, codegen::c_dialect());
-  if (hcd.dialect == "opencl")
-    return codegen::print_c_family(p, hcd, codegen::opencl_dialect());
+  if (const codegen::CDialect* d = codegen::find_c_dialect(hcd.dialect))
+    return codegen::print_c_family(p, hcd, *d);
   if (hcd.dialect == "loopir") {
     // The sim device executes Loop IR text; its entries are the funcs' own names.
     GeneratedSource g{"loopir", to_string(p), {}};
@@ -23,7 +21,7 @@ GeneratedSource generate_source(const LoopProgram& p, const hcd::Hcd& hcd) {
   Diagnostic d;
   d.file = hcd.source;
   d.message = fmt::format("unknown dialect '{}' in HCD '{}'", hcd.dialect, hcd.name);
-  d.hint = "the dialects this build can print are: c, opencl, loopir";
+  d.hint = "the dialects this build can print are: c, cuda, opencl, loopir";
   throw UserError(d);
 }
 

@@ -9,23 +9,33 @@
 // none) and round exactly as the sim device does.
 #include "codegen/CDialect.h"
 
+#include <vector>
+
 namespace unitile::codegen {
 
 namespace {
 
 // OpenCL C keywords, types and built-ins an IR name could collide with.
-constexpr std::string_view kOpenCLReserved =
-    "kernel __kernel global __global local __local constant __constant private __private "
-    "read_only write_only read_write half uchar ushort uint ulong image1d_t image2d_t "
-    "image3d_t sampler_t event_t get_global_id get_local_id get_group_id get_local_size "
-    "get_global_size get_num_groups get_work_dim barrier mem_fence CLK_LOCAL_MEM_FENCE "
-    "CLK_GLOBAL_MEM_FENCE rint clamp mad mix select dot as_float as_uint as_int as_double "
-    "as_long as_ulong convert_float convert_int vload2 vload4 vload8 vload16 vstore2 vstore4 "
-    "vstore8 vstore16 vload_half vstore_half HUGE_VALF MAXFLOAT "
-    "char2 char3 char4 char8 char16 uchar2 uchar3 uchar4 uchar8 uchar16 short2 short3 short4 "
-    "short8 short16 ushort2 ushort3 ushort4 ushort8 ushort16 int2 int3 int4 int8 int16 uint2 "
-    "uint3 uint4 uint8 uint16 long2 long3 long4 long8 long16 ulong2 ulong3 ulong4 ulong8 "
-    "ulong16 float2 float3 float4 float8 float16 double2 double3 double4 double8 double16";
+const std::vector<std::string_view>& opencl_reserved() {
+  static const std::vector<std::string_view> words = {
+      "kernel", "__kernel", "global", "__global", "local", "__local", "constant", "__constant",
+      "private", "__private", "read_only", "write_only", "read_write", "half", "uchar", "ushort",
+      "uint", "ulong", "image1d_t", "image2d_t", "image3d_t", "sampler_t", "event_t",
+      "get_global_id", "get_local_id", "get_group_id", "get_local_size", "get_global_size",
+      "get_num_groups", "get_work_dim", "barrier", "mem_fence", "CLK_LOCAL_MEM_FENCE",
+      "CLK_GLOBAL_MEM_FENCE", "rint", "clamp", "mad", "mix", "select", "dot", "as_float",
+      "as_uint", "as_int", "as_double", "as_long", "as_ulong", "convert_float", "convert_int",
+      "vload2", "vload4", "vload8", "vload16", "vstore2", "vstore4", "vstore8", "vstore16",
+      "vload_half", "vstore_half", "HUGE_VALF", "MAXFLOAT", "char2", "char3", "char4", "char8",
+      "char16", "uchar2", "uchar3", "uchar4", "uchar8", "uchar16", "short2", "short3", "short4",
+      "short8", "short16", "ushort2", "ushort3", "ushort4", "ushort8", "ushort16", "int2", "int3",
+      "int4", "int8", "int16", "uint2", "uint3", "uint4", "uint8", "uint16", "long2", "long3",
+      "long4", "long8", "long16", "ulong2", "ulong3", "ulong4", "ulong8", "ulong16", "float2",
+      "float3", "float4", "float8", "float16", "double2", "double3", "double4", "double8",
+      "double16",
+  };
+  return words;
+}
 
 // The C names the shared printer and its helpers use, defined for OpenCL C: fixed-width
 // integer types, INT64_C and limits, C's fmodf (OpenCL overloads fmod), and memcpy for
@@ -64,6 +74,7 @@ const CDialect& opencl_dialect() {
     c.float_arg = "ut_arg{index}";
     c.block_index = {"get_group_id(0)", "get_group_id(1)", "get_group_id(2)"};
     c.thread_index = {"get_local_id(0)", "get_local_id(1)", "get_local_id(2)"};
+    c.block_extent = {"get_local_size(0)", "get_local_size(1)", "get_local_size(2)"};
     // Indexed by DType: f16 bf16 f32 f64 i8 i16 i32 i64 u8 bool.
     c.storage_type = {"ushort", "ushort", "float", "double", "char",
                       "short",  "int",    "long",  "uchar",  "uchar"};
@@ -75,7 +86,7 @@ const CDialect& opencl_dialect() {
     c.shared_at_entry_scope = true;
     c.heap_allocations = false;
     c.round_half_even = "rint";
-    c.reserved_identifiers = kOpenCLReserved;
+    c.reserved_identifiers = opencl_reserved();
     return c;
   }();
   return d;

@@ -60,6 +60,11 @@ struct Hcd {
   std::vector<std::string> flags;
   std::string target_triple;
   std::string runner;      // optional: how to run cross binaries ("qemu-aarch64 -L ...")
+  // optional: the name of the compiler's readable output ("ptx") and the flags that,
+  // appended to `flags`, make compile produce it instead of the binary (`unitile
+  // compile --emit NAME` prints it)
+  std::string assembly;
+  std::vector<std::string> assembly_flags;
   // [ext]: vendor extension keys, typed, kept verbatim as TOML text values
   std::map<std::string, std::string> ext;
 

@@ -71,6 +71,8 @@ const Field<Hcd> kToolchain[] = {
     {"flags", Kind::Texts, false, {}, UT_HCD_BIND(Hcd, flags)},
     {"target_triple", Kind::Text, false, {}, UT_HCD_BIND(Hcd, target_triple)},
     {"runner", Kind::Text, false, {}, UT_HCD_BIND(Hcd, runner)},
+    {"assembly", Kind::Text, false, {}, UT_HCD_BIND(Hcd, assembly)},
+    {"assembly_flags", Kind::Texts, false, {}, UT_HCD_BIND(Hcd, assembly_flags)},
 };
 
 const Section kSections[] = {

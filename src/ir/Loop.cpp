@@ -133,8 +133,8 @@ uint32_t const_extent(const StmtNode& f) {
 LaunchDims launch_dims(const LoopFunc& f) {
   LaunchDims d;
   const StmtNode* s = f.body.get();
-  // Outermost grid loops (possibly under lets), then thread loops directly inside them;
-  // a block's shared allocations may sit between the two.
+  // Outermost grid loops (possibly under lets), then thread loops directly inside them
+  // (possibly under lets and block-level allocations, such as a shared tile).
   while (s) {
     if (s->kind == StmtKind::Let || s->kind == StmtKind::Allocate) {
       s = s->body[0].get();

@@ -110,10 +110,19 @@ Device open_device(const std::string& name, const DeviceOptions& opts) {
 std::vector<DeviceListing> list_devices() {
   std::vector<DeviceListing> out;
   for (const PluginFile& f : find_plugin_files()) {
-    DeviceListing l{f.name, f.path, {}, {}};
+    DeviceListing l{f.name, f.path, {}, {}, {}};
     try {
-      Device d(load_plugin_once(f.path));
+      auto plugin = load_plugin_once(f.path);
+      Device d(plugin);
       l.summary = hcd::summary(d.hcd());
+      // Describing needs only the plugin; running needs the device: probe it.
+      ut_error err{};
+      ut_buffer* probe = nullptr;
+      ut_status probed = plugin->api().alloc(1, &probe, &err);
+      if (probed == UT_OK)
+        plugin->api().free(probe);
+      else if (probed == UT_ERROR_UNAVAILABLE)
+        l.unavailable = err.message[0] ? err.message : "(no reason given)";
     } catch (const std::exception& e) {
       std::string why = e.what();
       while (!why.empty() && why.back() == '\n') why.pop_back();

@@ -37,6 +37,9 @@ struct DeviceListing {
   std::string path;
   std::string summary; // hcd::summary of the described HCD, when it loaded
   std::string error;   // why it did not load or describe, otherwise empty
+  /// Why the device cannot run kernels here although its plugin loads (its driver or
+  /// hardware is missing: a one-byte alloc answers UT_ERROR_UNAVAILABLE), else empty.
+  std::string unavailable;
 };
 std::vector<DeviceListing> list_devices();
 

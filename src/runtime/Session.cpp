@@ -82,39 +82,57 @@ std::string Session::compile_options() const {
   return opts;
 }
 
+Session::Built Session::build(const Kernel& k, const ShapeBindings& b,
+                              const std::vector<std::string>& extra_flags) {
+  return build_program(lower_to_loops(k, b, device_.hcd()), extra_flags);
+}
+
+Session::Built Session::build_program(LoopProgram program,
+                                      const std::vector<std::string>& extra_flags) {
+  Built out;
+  out.program = std::move(program);
+  verify(out.program);
+  for (const LoopFunc& f : out.program.funcs)
+    check_launch_limits(out.program.kernel, f, launch_dims(f), device_.hcd());
+  out.source = generate_source(out.program, device_.hcd());
+  UT_INTERNAL_ASSERT(out.source.entries.size() == out.program.funcs.size(),
+                     "codegen gave a different number of entries than funcs");
+  std::string options = compile_options();
+  for (const std::string& f : extra_flags) options += " " + f;
+  out.key = kernel_cache_key({to_string(out.program), out.source.code, out.source.dialect,
+                              device_.hcd().hash(), device_.toolchain_version(), options});
+  if (auto it = compiled_.find(out.key); it != compiled_.end()) {
+    out.binary = it->second.binary;
+    return out;
+  }
+  out.binary = cache_->get_or_compile(out.key, [&] { return device_.compile(out.source.code, options); });
+  return out;
+}
+
 std::shared_ptr<const CompiledKernel> Session::compile(const Kernel& k, const ShapeBindings& b) {
-  auto ck = std::make_shared<CompiledKernel>();
-  ck->kernel_name = k.name;
-  ck->bindings = b;
-  ck->program = lower_to_loops(k, b, device_.hcd());
-  return finish_compile(std::move(ck));
+  return load_built(build(k, b), k.name, b);
 }
 
 std::shared_ptr<const CompiledKernel> Session::compile_program(LoopProgram program) {
-  auto ck = std::make_shared<CompiledKernel>();
-  ck->kernel_name = program.kernel;
-  ck->program = std::move(program);
-  return finish_compile(std::move(ck));
+  std::string name = program.kernel;
+  return load_built(build_program(std::move(program)), name, {});
 }
 
-std::shared_ptr<const CompiledKernel> Session::finish_compile(std::shared_ptr<CompiledKernel> ck) {
-  verify(ck->program);
-  for (const LoopFunc& f : ck->program.funcs)
-    check_launch_limits(ck->kernel_name, f, launch_dims(f), device_.hcd());
-  ck->source = generate_source(ck->program, device_.hcd());
-  UT_INTERNAL_ASSERT(ck->source.entries.size() == ck->program.funcs.size(),
-                     "codegen gave a different number of entries than funcs");
-  const std::string options = compile_options();
-  ck->key = kernel_cache_key({to_string(ck->program), ck->source.code, ck->source.dialect,
-                              device_.hcd().hash(), device_.toolchain_version(), options});
-  if (auto it = compiled_.find(ck->key); it != compiled_.end()) return it->second;
+std::shared_ptr<const CompiledKernel> Session::load_built(Built built, const std::string& kernel_name,
+                                                          const ShapeBindings& b) {
+  if (auto it = compiled_.find(built.key); it != compiled_.end()) return it->second.kernel;
 
-  auto binary = cache_->get_or_compile(ck->key, [&] { return device_.compile(ck->source.code, options); });
+  auto ck = std::make_shared<CompiledKernel>();
+  ck->kernel_name = kernel_name;
+  ck->bindings = b;
+  ck->program = std::move(built.program);
+  ck->source = std::move(built.source);
+  ck->key = built.key;
   for (size_t i = 0; i < ck->program.funcs.size(); ++i) {
-    ck->entries.push_back(device_.load(*binary, ck->source.entries[i]));
+    ck->entries.push_back(device_.load(*built.binary, ck->source.entries[i]));
     ck->launch.push_back(launch_dims(ck->program.funcs[i]));
   }
-  compiled_.emplace(ck->key, ck);
+  compiled_.emplace(ck->key, Compiled{ck, built.binary});
   return ck;
 }
 

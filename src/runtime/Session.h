@@ -58,8 +58,22 @@ public:
   /// from the cache or compile it. `k` must be verified (parse_module does that).
   std::shared_ptr<const CompiledKernel> compile(const Kernel& k, const ShapeBindings& b);
 
-  /// Compile a Loop IR program as it is (hand-written or scheduled elsewhere). Each func's
-  /// launch must fit the HCD's limits (LaunchLimits.h), as in compile.
+  /// Everything compile does short of loading (which needs the device itself, not just
+  /// its compiler): the Loop IR, the source and the binary (cached), compiled with
+  /// `extra_flags` after the HCD's flags (e.g. its [toolchain] assembly_flags).
+  struct Built {
+    LoopProgram program;
+    GeneratedSource source;
+    CacheKey key;
+    KernelCache::Binary binary;
+  };
+  Built build(const Kernel& k, const ShapeBindings& b,
+              const std::vector<std::string>& extra_flags = {});
+  /// build for a Loop IR program as it is (hand-written or scheduled elsewhere). Every
+  /// func's launch must fit the HCD's limits (LaunchLimits.h); build checks the same.
+  Built build_program(LoopProgram program, const std::vector<std::string>& extra_flags = {});
+
+  /// Compile and load a Loop IR program as it is, like compile.
   std::shared_ptr<const CompiledKernel> compile_program(LoopProgram program);
 
   /// Run every func in order on `inputs` (every Input buffer, with the declared dtype
@@ -72,11 +86,16 @@ public:
   std::string compile_options() const;
 
 private:
-  std::shared_ptr<const CompiledKernel> finish_compile(std::shared_ptr<CompiledKernel> ck);
+  std::shared_ptr<const CompiledKernel> load_built(Built built, const std::string& kernel_name,
+                                                   const ShapeBindings& b);
 
   Device device_;
   std::shared_ptr<KernelCache> cache_;
-  std::map<CacheKey, std::shared_ptr<const CompiledKernel>> compiled_;
+  struct Compiled {
+    std::shared_ptr<const CompiledKernel> kernel;
+    KernelCache::Binary binary;
+  };
+  std::map<CacheKey, Compiled> compiled_;
 };
 
 /// Median of the samples (mean of the middle two for an even count) and the minimum.

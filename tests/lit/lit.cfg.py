@@ -23,6 +23,56 @@ for var in ("UNITILE_PLUGIN_PATH", "HOME", "PATH"):
 # Tests never touch the user's cache.
 config.environment["UNITILE_CACHE_DIR"] = os.path.join(config.test_exec_root, "cache")
 
+# CUDA: `nvrtc` where NVRTC can be loaded (cuda compile tests need it; elsewhere lit
+# reports them UNSUPPORTED, never passed), `cuda-driver` where the NVIDIA driver is.
+import ctypes
+
+
+def _loads(names):
+    for name in names:
+        try:
+            ctypes.CDLL(name)
+            return True
+        except OSError:
+            pass
+    return False
+
+
+if _loads(["libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"]):
+    config.available_features.add("nvrtc")
+if _loads(["libcuda.so.1"]):
+    config.available_features.add("cuda-driver")
+
+# One feature per device that `unitile devices` lists as usable (REQUIRES: cpu-aarch64).
+# A device that is unavailable only because its toolchain or emulator is not installed
+# leaves its feature out, so its tests are UNSUPPORTED; any other reason keeps the feature,
+# so a broken device fails its tests loudly instead of being skipped.
+import re
+import subprocess
+
+
+def _device_features():
+    env = dict(os.environ)
+    env.update(config.environment)
+    try:
+        listing = subprocess.run([os.path.join(config.unitile_bin_dir, "unitile"), "devices"],
+                                 env=env, capture_output=True, text=True, timeout=120).stdout
+    except (OSError, subprocess.SubprocessError):
+        return set()
+    features, name = set(), None
+    for line in listing.splitlines():
+        header = re.match(r"^(\S+)\s+\S", line)
+        if header:
+            name = header.group(1)
+            features.add(name)
+        elif name and line.strip().startswith("unavailable:") and (
+                "is not installed" in line or "was not built" in line):
+            features.discard(name)
+    return features
+
+
+config.available_features.update(_device_features())
+
 # %devices: the devices every differential test runs on, as one `--device a,b` list: those
 # of DIFF_DEVICES that `unitile devices` reports as available here. A new device joins
 # every differential test by one entry below. UNITILE_TEST_DEVICES=cpu,opencl overrides.
@@ -36,13 +86,13 @@ def available_devices():
     env = dict(os.environ, UNITILE_CACHE_DIR=config.environment["UNITILE_CACHE_DIR"])
     out = subprocess.run([os.path.join(config.unitile_bin_dir, "unitile"), "devices"],
                          capture_output=True, text=True, env=env, check=True).stdout.splitlines()
-    found = []
-    for k, line in enumerate(out):
-        if line.startswith(" "):
-            continue
-        nxt = out[k + 1] if k + 1 < len(out) else ""
-        if not nxt.strip().startswith("unavailable:"):
-            found.append(line.split()[0])
+    found, name = [], None
+    for line in out:
+        if not line.startswith(" "):
+            name = line.split()[0]
+            found.append(name)
+        elif name in found and line.strip().startswith("unavailable:"):
+            found.remove(name)
     return found
 
 
@@ -56,5 +106,3 @@ else:
         lit_config.note("differential tests skip unavailable devices: " + ", ".join(missing))
 lit_config.note("differential tests run on: " + ",".join(test_devices))
 config.substitutions.append(("%devices", ",".join(test_devices)))
-for d in test_devices:
-    config.available_features.add("device-" + d)

@@ -1,4 +1,5 @@
-// `unitile compile`: print the source generated for a device.
+// `unitile compile`: print the source generated for a device, or the device compiler's
+// readable output (`--emit ptx` on cuda: whatever the HCD's [toolchain] assembly names).
 #include "unitile/Command.h"
 
 #include "runtime/KernelCache.h"
@@ -12,12 +13,24 @@
 namespace unitile::cli {
 namespace {
 
-int compile_command(const CommonOptions& co) {
+struct CompileOptions {
+  CommonOptions common;
+  std::string emit = "source";
+};
+
+int compile_command(const CompileOptions& o) {
+  const CommonOptions& co = o.common;
   const Module m = load_module(co.file);
   const std::vector<const Kernel*> kernels = select_kernels(m, co.kernel, co.file);
   const ShapeBindings shapes = shape_bindings(co, kernels);
   auto cache = std::make_shared<KernelCache>(KernelCache::default_dir());
   Session session(open_device(co.device, device_options(co)), cache);
+  const hcd::Hcd& h = session.device().hcd();
+  const bool assembly = o.emit != "source";
+  if (assembly && (h.assembly.empty() || o.emit != h.assembly))
+    throw UserError(fmt::format("error: --emit {}: device {} (HCD '{}') can emit: source{}", o.emit,
+                                session.device().name(), h.name,
+                                h.assembly.empty() ? "" : ", " + h.assembly));
   for (const Kernel* k : kernels) {
     ShapeBindings given;
     std::vector<std::string> listed;
@@ -31,21 +44,28 @@ int compile_command(const CommonOptions& co) {
       }
     }
     const ShapeBindings b = bind_shapes(*k, {}, given);
-    auto compiled = session.compile(*k, b);
+    // Build without loading: printing code needs the device's compiler, not the device.
+    const Session::Built built = session.build(*k, b, assembly ? h.assembly_flags : std::vector<std::string>{});
     std::cout << fmt::format(
-        "// unitile compile: kernel {} for device {} (dialect {}), shapes {}; unbound "
+        "// unitile compile: kernel {} for device {} ({}), shapes {}; unbound "
         "symbols default to 64\n",
-        k->name, session.device().name(), compiled->source.dialect, join(listed));
-    std::cout << compiled->source.code;
-    if (!compiled->source.code.empty() && compiled->source.code.back() != '\n')
+        k->name, session.device().name(),
+        assembly ? o.emit : "dialect " + built.source.dialect, join(listed));
+    std::string text = assembly ? std::string(built.binary->begin(), built.binary->end())
+                                : built.source.code;
+    std::cout << text;
+    if (!text.empty() && text.back() != '\n')
       std::cout << "\n";
   }
   return 0;
 }
 
 CommandAction setup_compile(CLI::App& cmd) {
-  auto co = std::make_shared<CommonOptions>();
-  add_common(&cmd, *co);
+  auto co = std::make_shared<CompileOptions>();
+  add_common(&cmd, co->common);
+  cmd.add_option("--emit", co->emit,
+                 "what to print: source (the generated code, default) or the device "
+                 "compiler's readable output its HCD names ([toolchain] assembly, e.g. ptx)");
   cmd.footer(kExitStatusHelp);
   return [co] { return compile_command(*co); };
 }

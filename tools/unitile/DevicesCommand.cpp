@@ -22,6 +22,8 @@ int devices_command() {
       std::cout << "    " << d.summary << "\n";
     else
       std::cout << "    unavailable: " << d.error << "\n";
+    if (!d.unavailable.empty())
+      std::cout << "    unavailable: " << d.unavailable << "\n";
   }
   return 0;
 }

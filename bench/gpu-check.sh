@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# One command for a machine with an NVIDIA H200 (or H100), under 8 minutes:
+#   1. builds Unitile (Release, into build-gpu/) unless UNITILE_BIN points at a build;
+#   2. runs every differential test (each `unitile run ... --check` RUN line of
+#      tests/lit/diff/*.ut, with its dtype substitution) on --device cuda, checked against
+#      the sim reference;
+#   3. times GEMM (f32, bf16; Unitile has no TF32 path, so its f32 kernel is also set
+#      against cuBLAS TF32) and attention, and prints Unitile's time next to cuBLAS /
+#      PyTorch (bench/cuda/baselines.py) with the ratio baseline_ms / unitile_ms
+#      (1.0 = as fast as the baseline; higher is better).
+# Exit status: 0 when every differential test passed, 1 otherwise.
+# Usage: bash bench/gpu-check.sh        (env: GEMM_N=1024 ATTN_N=1024 ATTN_D=64 REPEAT=10)
+# GPU_CHECK_DEVICE=cpu runs the same steps on another device, to try the script where no
+# GPU is (the baselines then say why they are skipped).
+set -uo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+GEMM_N="${GEMM_N:-1024}"
+ATTN_N="${ATTN_N:-1024}"
+ATTN_D="${ATTN_D:-64}"
+REPEAT="${REPEAT:-10}"
+DEVICE="${GPU_CHECK_DEVICE:-cuda}"
+WORK="$(mktemp -d)"
+trap 'rm -rf "$WORK"' EXIT
+export UNITILE_CACHE_DIR="$WORK/cache"
+start_s=$SECONDS
+stage() { echo; echo "== $* ($((SECONDS - start_s)) s)"; }
+
+stage "build"
+if [[ -n "${UNITILE_BIN:-}" ]]; then
+  UNITILE="$UNITILE_BIN"
+else
+  cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DUNITILE_BUILD_TESTS=OFF >"$WORK/cmake.log" 2>&1 \
+    || { cat "$WORK/cmake.log"; echo "gpu-check: cmake failed (run scripts/setup.sh for the dependencies)"; exit 1; }
+  cmake --build build-gpu -j"$(nproc)" --target unitile unitile-device-cuda unitile-device-sim unitile-device-cpu \
+    >"$WORK/build.log" 2>&1 || { tail -40 "$WORK/build.log"; echo "gpu-check: build failed"; exit 1; }
+  UNITILE="$ROOT/build-gpu/bin/unitile"
+fi
+device_listing() { # the `unitile devices` lines of $DEVICE: its header and indented lines
+  "$UNITILE" devices | awk -v d="$DEVICE" '/^[^ ]/ { on = ($1 == d) } on'
+}
+listing="$(device_listing)"
+[[ -n "$listing" ]] || { echo "gpu-check: no $DEVICE plugin found"; exit 1; }
+echo "$listing"
+if grep -q 'unavailable:' <<<"$listing"; then
+  echo "gpu-check: the $DEVICE device is unavailable here (see above); nothing to check"
+  exit 1
+fi
+
+stage "differential tests on $DEVICE (against sim)"
+passed=0
+failed=0
+for f in tests/lit/diff/*.ut; do
+  name="$(basename "$f" .ut)"
+  while IFS= read -r run; do
+    cmd="${run#*RUN: }"
+    cmd="${cmd//%unitile/$UNITILE}"
+    cmd="${cmd//%s/$f}"
+    cmd="${cmd//%t/$WORK/$name}"
+    if [[ "$cmd" == sed* ]]; then
+      eval "$cmd" || { echo "FAIL (sed): $cmd"; failed=$((failed + 1)); }
+      continue
+    fi
+    [[ "$cmd" == *" run "* && "$cmd" == *"--check"* ]] || continue
+    cmd="${cmd%% | *}"
+    cmd="${cmd//--device cpu/--device $DEVICE}"
+    if out="$(timeout 120 bash -c "$cmd" 2>&1)" && grep -q 'check: ok' <<<"$out"; then
+      passed=$((passed + 1))
+    else
+      failed=$((failed + 1))
+      echo "FAIL: $cmd"
+      echo "$out" | tail -5 | sed 's/^/    /'
+    fi
+  done < <(grep -E '^// RUN: (sed |%unitile run )' "$f")
+done
+echo "differential tests on $DEVICE: $passed passed, $failed failed"
+
+stage "GEMM ${GEMM_N}^3 and attention N=$ATTN_N D=$ATTN_D: Unitile vs cuBLAS / PyTorch"
+unitile_ms() { # FILE SHAPES -> median ms of REPEAT device-timed runs, or "-"
+  local line
+  line="$(timeout 240 "$UNITILE" run "$1" --device "$DEVICE" --shape "$2" --repeat "$REPEAT" 2>"$WORK/err" | grep '^timing:')"
+  if [[ -z "$line" ]]; then
+    echo "    unitile run $1 failed: $(tail -3 "$WORK/err")" >&2
+    echo "-"
+    return
+  fi
+  sed -E 's/.*median_ms=([^ ]+).*/\1/' <<<"$line"
+}
+for t in f32 bf16; do sed "s/DTYPE/$t/g" bench/cuda/gemm.ut >"$WORK/gemm-$t.ut"; done
+declare -A mine
+mine[gemm-f32]="$(unitile_ms "$WORK/gemm-f32.ut" "M=$GEMM_N,K=$GEMM_N,N=$GEMM_N")"
+mine[gemm-tf32]="${mine[gemm-f32]}"
+mine[gemm-bf16]="$(unitile_ms "$WORK/gemm-bf16.ut" "M=$GEMM_N,K=$GEMM_N,N=$GEMM_N")"
+mine[attention-f32]="$(unitile_ms examples/attention.ut "N=$ATTN_N,D=$ATTN_D")"
+
+baselines="$(timeout 180 python3 bench/cuda/baselines.py "$GEMM_N" "$ATTN_N" "$ATTN_D" "$REPEAT" 2>&1)"
+grep -E '^(#|skip:)' <<<"$baselines"
+printf '%-15s %14s %14s %10s\n' kernel unitile_ms baseline_ms ratio
+for k in gemm-f32 gemm-tf32 gemm-bf16 attention-f32; do
+  base="$(awk -v k="$k" '$1 == k { print $2 }' <<<"$baselines")"
+  ratio="-"
+  if [[ -n "$base" && "${mine[$k]}" != "-" ]]; then
+    ratio="$(awk -v b="$base" -v u="${mine[$k]}" 'BEGIN { printf "%.4f", b / u }')"
+  fi
+  printf '%-15s %14s %14s %10s\n' "$k" "${mine[$k]}" "${base:--}" "$ratio"
+done
+echo "(ratio = baseline_ms / unitile_ms; gemm-tf32 compares Unitile's f32 kernel with cuBLAS TF32)"
+stage "done"
+[[ $failed -eq 0 ]]
