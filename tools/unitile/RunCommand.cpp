@@ -2,19 +2,22 @@
 // outputs as .npy, check them against sim and time them.
 #include "unitile/Command.h"
 
+#include "backends/sim/ChipReport.h"
 #include "ir/Diagnostic.h"
+#include "ir/Parser.h"
 #include "runtime/Inputs.h"
 #include "runtime/KernelCache.h"
 #include "runtime/Npy.h"
 #include "runtime/OutputCheck.h"
 #include "runtime/Session.h"
 #include "runtime/SourceFiles.h"
-#include "ir/Parser.h"
 
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <optional>
 
@@ -30,7 +33,11 @@ constexpr const char* kRunFooter =
     "--check runs the kernel on sim with the same inputs and compares every output:\n"
     "|x - ref| <= atol + rtol*|ref| with f64 1e-9, f32 1e-4 (atol times sqrt of the longest\n"
     "reduction), f16 atol 1e-3 rtol 2e-3, bf16 atol 1e-2 rtol 1.6e-2, integers exact.\n"
-    "Compiled kernels are cached in $UNITILE_CACHE_DIR (default ~/.cache/unitile).\n";
+    "Compiled kernels are cached in $UNITILE_CACHE_DIR (default ~/.cache/unitile).\n"
+    "--report models the launches on the chip the HCD describes (--hcd FILE or a built-in\n"
+    "name, with --device sim to model any chip): the address trace of the Loop IR runs\n"
+    "through set-associative LRU caches of the HCD's [[memory]] levels, and the time is a\n"
+    "roofline of peak rates, bandwidths and latencies (docs/ARCHITECTURE.md).\n";
 
 struct RunOptions {
   std::vector<std::string> params, inputs;
@@ -38,6 +45,8 @@ struct RunOptions {
   bool check = false;
   int repeat = 0;
   uint64_t seed = 0;
+  bool report = false, report_warm = false;
+  std::string report_json;
 };
 
 // `--device a,b`: the device names, in order.
@@ -65,9 +74,9 @@ void print_timing(const RunResult& result) {
 // programs (shared-memory staging, thread blocks) are run and checked on every device.
 int run_loop_program(const CommonOptions& co, const RunOptions& ro) {
   if (!co.kernel.empty() || !co.shapes.empty() || !ro.inputs.empty() || !ro.params.empty() ||
-      !ro.output_dir.empty())
+      !ro.output_dir.empty() || ro.report || !ro.report_json.empty())
     throw UserError("error: a .loop program runs as written on random inputs: --kernel, --shape, "
-                    "--input, --param and --output-dir do not apply");
+                    "--input, --param, --output-dir and --report do not apply");
   LoopProgram program = parse_loop_program(read_source_file(co.file));
   if (!program.params.empty())
     throw UserError(fmt::format("error: {}: programs with runtime params cannot run from a .loop "
@@ -107,6 +116,31 @@ int run_loop_program(const CommonOptions& co, const RunOptions& ro) {
     print_timing(result);
   }
   return all_ok ? 0 : 1;
+}
+
+// The chip model of the sim device (src/backends/sim/ChipModel.h) run on the Loop IR
+// the device was given, under the device's HCD, with the same inputs and params.
+sim::KernelReport model_kernel(const Session& session, const CompiledKernel& ck,
+                               const std::map<std::string, Tensor>& inputs,
+                               const ParamValues& params, bool warm) {
+  std::vector<std::vector<char>> storage;
+  std::vector<sim::BufferArg> buffers;
+  for (const LoopBuffer& b : ck.program.buffers) {
+    const size_t bytes = shape_numel(b.shape) * static_cast<size_t>(dtype_bytes(b.dtype));
+    storage.emplace_back(std::max<size_t>(bytes, 1), 0);
+    if (b.role == TensorRole::Input)
+      std::memcpy(storage.back().data(), inputs.at(b.name).data.data(), bytes);
+    buffers.push_back({storage.back().data(), bytes});
+  }
+  std::vector<sim::ParamArg> args;
+  for (const ParamDecl& p : ck.program.params) {
+    const double v = params.at(p.name); // Session::run has checked every param is given
+    args.push_back(is_float(p.dtype) ? sim::ParamArg{true, 0, v}
+                                     : sim::ParamArg{false, static_cast<int64_t>(v), 0});
+  }
+  sim::ChipModelOptions options;
+  options.warm = warm;
+  return sim::model_program(ck.program, session.device().hcd(), buffers, args, options);
 }
 
 int run_command(const CommonOptions& co, const RunOptions& ro) {
@@ -163,6 +197,9 @@ int run_command(const CommonOptions& co, const RunOptions& ro) {
   if (ro.check)
     reference.emplace(open_device("sim"), cache);
 
+  if (ro.report_warm && !ro.report && ro.report_json.empty())
+    throw UserError("error: --report-warm needs --report or --report-json");
+  nlohmann::json json_reports = nlohmann::json::array();
   bool all_ok = true;
   for (const Kernel* k : kernels) {
     if (co.kernel.empty())
@@ -202,34 +239,54 @@ int run_command(const CommonOptions& co, const RunOptions& ro) {
       order.push_back(out->name);
     std::optional<RunResult> ref;
     for (Session& session : sessions) {
-    if (several)
-      std::cout << "device " << session.device().name() << "\n";
-    auto compiled = session.compile(*k, b);
-    RunResult result = session.run(*compiled, inputs, params, ro.repeat);
-    if (!ro.output_dir.empty()) {
-      std::error_code ec;
-      std::filesystem::create_directories(ro.output_dir, ec);
-      if (ec)
-        throw UserError(fmt::format("error: --output-dir {}: {}", ro.output_dir, ec.message()));
-      for (const std::string& name : order) {
-        const std::string path = (std::filesystem::path(ro.output_dir) / (name + ".npy")).string();
-        write_npy(path, result.outputs.at(name));
-        std::cout << fmt::format("output: {} {}{} -> {}\n", name,
-                                 dtype_name(result.outputs.at(name).dtype),
-                                 shape_string(result.outputs.at(name).shape), path);
+      if (several)
+        std::cout << "device " << session.device().name() << "\n";
+      auto compiled = session.compile(*k, b);
+      RunResult result = session.run(*compiled, inputs, params, ro.repeat);
+      if (!ro.output_dir.empty()) {
+        std::error_code ec;
+        std::filesystem::create_directories(ro.output_dir, ec);
+        if (ec)
+          throw UserError(fmt::format("error: --output-dir {}: {}", ro.output_dir, ec.message()));
+        for (const std::string& name : order) {
+          const std::string path =
+              (std::filesystem::path(ro.output_dir) / (name + ".npy")).string();
+          write_npy(path, result.outputs.at(name));
+          std::cout << fmt::format("output: {} {}{} -> {}\n", name,
+                                   dtype_name(result.outputs.at(name).dtype),
+                                   shape_string(result.outputs.at(name).shape), path);
+        }
       }
+      if (reference) {
+        if (!ref)
+          ref = reference->run(*reference->compile(*k, b), inputs, params, 0);
+        const CheckReport report =
+            compare_outputs(order, result.outputs, ref->outputs, longest_reduction_extent(*k, b));
+        std::cout << report.message() << "\n";
+        all_ok &= report.ok();
+      }
+      print_timing(result);
+      if (ro.report || !ro.report_json.empty()) {
+        const sim::KernelReport rep =
+            model_kernel(session, *compiled, inputs, params, ro.report_warm);
+        if (ro.report)
+          std::cout << sim::format_report(rep);
+        nlohmann::json j = sim::report_json(rep);
+        j["shapes"] = b;
+        j["device"] = session.device().name();
+        if (result.timing)
+          j["measured_median_s"] = result.timing->median_ms * 1e-3;
+        json_reports.push_back(std::move(j));
+      }
+      std::cout.flush();
     }
-    if (reference) {
-      if (!ref)
-        ref = reference->run(*reference->compile(*k, b), inputs, params, 0);
-      const CheckReport report =
-          compare_outputs(order, result.outputs, ref->outputs, longest_reduction_extent(*k, b));
-      std::cout << report.message() << "\n";
-      all_ok &= report.ok();
-    }
-    print_timing(result);
-    std::cout.flush();
-    }
+  }
+  if (!ro.report_json.empty()) {
+    std::ofstream out(ro.report_json);
+    out << nlohmann::json{{"device", co.device}, {"kernels", json_reports}}.dump(2) << "\n";
+    if (!out)
+      throw UserError(
+          fmt::format("error: --report-json {}: cannot write the file", ro.report_json));
   }
   return all_ok ? 0 : 1;
 }
@@ -238,8 +295,9 @@ CommandAction setup_run(CLI::App& cmd) {
   auto co = std::make_shared<CommonOptions>();
   auto ro = std::make_shared<RunOptions>();
   add_common(&cmd, *co);
-  cmd.get_option("--device")->description(
-      "device name, as `unitile devices` lists them; a list (cpu,opencl) runs on each in turn");
+  cmd.get_option("--device")
+      ->description(
+          "device name, as `unitile devices` lists them; a list (cpu,opencl) runs on each in turn");
   cmd.add_option("--param", ro->params, "param values NAME=VALUE; may repeat")
       ->allow_extra_args(false);
   cmd.add_option("--input", ro->inputs, "read input NAME from a .npy file: NAME=PATH; may repeat")
@@ -248,6 +306,12 @@ CommandAction setup_run(CLI::App& cmd) {
   cmd.add_flag("--check", ro->check, "also run on sim and compare every output");
   cmd.add_option("--repeat", ro->repeat, "time N device runs after one warm-up (median and min)");
   cmd.add_option("--seed", ro->seed, "seed of the random inputs (default 0)");
+  cmd.add_flag("--report", ro->report,
+               "print the sim chip model of each launch under the device's HCD: bytes per memory "
+               "level, operation counts, estimated time");
+  cmd.add_option("--report-json", ro->report_json, "write the chip-model report as JSON to FILE");
+  cmd.add_flag("--report-warm", ro->report_warm,
+               "model a repeated launch (caches warmed by one run first) instead of a cold one");
   cmd.footer(std::string(kRunFooter) + kExitStatusHelp);
   return [co, ro] { return run_command(*co, *ro); };
 }

@@ -133,9 +133,9 @@ void open_device(Device& d) {
   if (!d.platform) {
     d.status = UT_ERROR_UNAVAILABLE;
     d.error = std::string("no OpenCL device on ") +
-              (wanted && *wanted ? "a platform matching UNITILE_OPENCL_PLATFORM='" +
-                                       std::string(wanted) + "'"
-                                 : std::string("any platform")) +
+              (wanted && *wanted
+                   ? "a platform matching UNITILE_OPENCL_PLATFORM='" + std::string(wanted) + "'"
+                   : std::string("any platform")) +
               " (platforms: " + seen + ")";
     return;
   }
@@ -158,8 +158,7 @@ void open_device(Device& d) {
                    "[" + std::to_string(d.max_item[0]) + ", " + std::to_string(d.max_item[1]) +
                        ", " + std::to_string(d.max_item[2]) + "]");
   hcd = with_value(hcd, "shared_memory_per_block", std::to_string(d.local_mem));
-  cl_uint float_width =
-      device_value<cl_uint>(d.device, CL_DEVICE_PREFERRED_VECTOR_WIDTH_FLOAT);
+  cl_uint float_width = device_value<cl_uint>(d.device, CL_DEVICE_PREFERRED_VECTOR_WIDTH_FLOAT);
   if (float_width > 0)
     hcd = with_value(hcd, "vector_bits", std::to_string(32 * float_width));
   d.hcd = hcd;
@@ -211,8 +210,8 @@ ut_status alloc(size_t bytes, ut_buffer** out, ut_error* err) {
   cl_int rc = CL_SUCCESS;
   cl_mem mem = clCreateBuffer(device().context, CL_MEM_READ_WRITE, bytes ? bytes : 1, nullptr, &rc);
   if (rc != CL_SUCCESS)
-    return fail(err, UT_ERROR_MEMORY, cl_call(("clCreateBuffer of " + std::to_string(bytes) +
-                                               " bytes").c_str(), rc));
+    return fail(err, UT_ERROR_MEMORY,
+                cl_call(("clCreateBuffer of " + std::to_string(bytes) + " bytes").c_str(), rc));
   *out = new (std::nothrow) ut_buffer{mem, bytes};
   if (!*out) {
     clReleaseMemObject(mem);
@@ -257,8 +256,8 @@ ut_status copy_out(void* dst, const ut_buffer* src, size_t offset, size_t bytes,
     return range_error(err, "copy_out", src, offset, bytes);
   if (bytes == 0)
     return UT_OK;
-  cl_int rc = clEnqueueReadBuffer(device().queue, src->mem, CL_TRUE, offset, bytes, dst, 0,
-                                  nullptr, nullptr);
+  cl_int rc = clEnqueueReadBuffer(device().queue, src->mem, CL_TRUE, offset, bytes, dst, 0, nullptr,
+                                  nullptr);
   return rc == CL_SUCCESS ? UT_OK : fail(err, UT_ERROR_LAUNCH, cl_call("clEnqueueReadBuffer", rc));
 }
 
@@ -270,8 +269,8 @@ ut_status copy(ut_buffer* dst, size_t dst_offset, const ut_buffer* src, size_t s
     return range_error(err, "copy", src, src_offset, bytes);
   if (bytes == 0)
     return UT_OK;
-  cl_int rc = clEnqueueCopyBuffer(device().queue, src->mem, dst->mem, src_offset, dst_offset,
-                                  bytes, 0, nullptr, nullptr);
+  cl_int rc = clEnqueueCopyBuffer(device().queue, src->mem, dst->mem, src_offset, dst_offset, bytes,
+                                  0, nullptr, nullptr);
   return rc == CL_SUCCESS ? UT_OK : fail(err, UT_ERROR_LAUNCH, cl_call("clEnqueueCopyBuffer", rc));
 }
 
@@ -442,8 +441,8 @@ ut_status launch(ut_kernel* kernel, const uint32_t grid[3], const uint32_t block
   if (threads > kernel->max_group)
     return fail(err, UT_ERROR_LAUNCH,
                 "work-group " + dims + " has " + std::to_string(threads) +
-                    " work-items; this kernel allows at most " +
-                    std::to_string(kernel->max_group) + " on this device");
+                    " work-items; this kernel allows at most " + std::to_string(kernel->max_group) +
+                    " on this device");
   size_t global[3], local[3];
   for (int a = 0; a < 3; ++a) {
     global[a] = size_t{grid[a]} * block[a];
@@ -459,8 +458,8 @@ ut_status launch(ut_kernel* kernel, const uint32_t grid[3], const uint32_t block
       return fail(err, UT_ERROR_INVALID,
                   cl_call(("clSetKernelArg " + std::to_string(a)).c_str(), rc));
   }
-  cl_int rc = clEnqueueNDRangeKernel(d.queue, kernel->kernel, 3, nullptr, global, local, 0,
-                                     nullptr, nullptr);
+  cl_int rc = clEnqueueNDRangeKernel(d.queue, kernel->kernel, 3, nullptr, global, local, 0, nullptr,
+                                     nullptr);
   if (rc != CL_SUCCESS)
     return fail(err, UT_ERROR_LAUNCH,
                 cl_call(("clEnqueueNDRangeKernel with work-group " + dims).c_str(), rc));
@@ -528,8 +527,20 @@ void release(ut_release_kind kind, void* handle) {
 }
 
 const ut_device_api kApi = {
-    UT_DEVICE_ABI_VERSION, 0, describe, alloc,  free_buffer, copy_in, copy_out, copy,
-    compile,               load, launch, synchronize, timer, release,
+    UT_DEVICE_ABI_VERSION,
+    0,
+    describe,
+    alloc,
+    free_buffer,
+    copy_in,
+    copy_out,
+    copy,
+    compile,
+    load,
+    launch,
+    synchronize,
+    timer,
+    release,
 };
 
 } // namespace
