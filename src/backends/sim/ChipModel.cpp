@@ -71,6 +71,7 @@ public:
       c.vector[i] += r.vector[i];
     }
     c.math_calls += r.math_calls;
+    if (r.dependent) c.overhead_scalar += kDependentChainOps;
   }
 
   void loop(int64_t iterations, bool vectorized) override {

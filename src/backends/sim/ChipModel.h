@@ -8,7 +8,8 @@
 //   unit u's compute   = sum over dtypes of vector ops / (peak/units)
 //                                          + scalar ops / (peak/units/lanes)
 //                        where ops include one issue slot per element load and store,
-//                        per loop iteration and kBlockStartOps per block (at f32 rates)
+//                        per loop iteration, kBlockStartOps per block and
+//                        kDependentChainOps per scalar accumulation (at f32 rates)
 //   a level instance's = max(bytes / bandwidth,
 //                            lines served * latency / (kMissesInFlight * its busy units))
 //                      (no latency term for the innermost level: its hits are pipelined)

@@ -603,13 +603,25 @@ private:
       case MathFn::Fma: charge(e->operands[0]->type, 2); break;
       case MathFn::Sqrt: case MathFn::Rsqrt: charge(e->operands[0]->type, 4); break;
       default:
-        charge(e->operands[0]->type, kTranscendentalOps);
+        charge(e->operands[0]->type, in_vector_loop_ ? kTranscendentalOps : kScalarTranscendentalOps);
         r.math_calls += 1;
       }
       break;
     default: break;
     }
     for (const Expr& o : e->operands) count_ops(o, r);
+  }
+
+  // Whether `e` reads buffer[indices] itself: an accumulation into that element.
+  static bool reads_element(const Expr& e, const std::string& buffer, const std::vector<Expr>& indices) {
+    bool found = false;
+    visit(e, [&](const Expr& x) {
+      if (found || x->kind != ExprKind::Access || x->name != buffer || x->operands.size() != indices.size()) return;
+      bool same = true;
+      for (size_t k = 0; k < indices.size() && same; ++k) same = equal(x->operands[k], indices[k]);
+      found = same;
+    });
+    return found;
   }
 
   SP parallel_nest(const Stmt& outer) {
@@ -935,6 +947,7 @@ private:
     auto n = std::make_unique<SStore<S>>();
     n->at = place(s->buffer, s->indices);
     count_ops(s->value, n->ops);
+    n->ops.dependent = !in_vector_loop_ && reads_element(s->value, s->buffer, s->indices);
     if constexpr (Cell<S>::is_float) {
       n->value = float_expr(s->value);
     } else if constexpr (S == Storage::Bool) {
@@ -1115,7 +1128,7 @@ const std::vector<SlotInfo>& SimKernel::slots() const { return compiled_->slots;
 bool OpRecord::empty() const {
   for (size_t i = 0; i < scalar.size(); ++i)
     if (scalar[i] != 0 || vector[i] != 0) return false;
-  return math_calls == 0;
+  return math_calls == 0 && !dependent;
 }
 
 void SimKernel::run(const std::vector<BufferArg>& buffers, const std::vector<ParamArg>& params,

@@ -26,12 +26,22 @@ struct OpRecord {
   std::array<double, kNumDTypes> scalar{};
   std::array<double, kNumDTypes> vector{};
   double math_calls = 0;
+  /// The statement accumulates into the element it reads (`acc[0] = acc[0] + x`) outside
+  /// any vector loop: each run waits for the previous one's result.
+  bool dependent = false;
   bool empty() const;
 };
 
-/// Cost of one transcendental call, in arithmetic operations: a libm-quality exp or
-/// tanh (range reduction, a polynomial, reconstruction) is roughly this many issue slots.
+/// Cost of one transcendental call, in arithmetic operations: a vectorised exp or tanh
+/// (range reduction, a polynomial, reconstruction) is roughly this many per element; a
+/// scalar call goes through libm, a function call with its own branches, and costs
+/// about kScalarTranscendentalOps issue slots.
 inline constexpr double kTranscendentalOps = 40;
+inline constexpr double kScalarTranscendentalOps = 160;
+
+/// Issue slots a dependent accumulation costs: the latency of a floating-point add
+/// (about 3 cycles) on a core that issues about 4 operations per cycle.
+inline constexpr double kDependentChainOps = 12;
 
 /// One storage slot of a prepared kernel: the program's buffers first (in order), then
 /// each Allocate.
