@@ -29,8 +29,8 @@ constexpr const char* kBenchFooter =
     "triad bandwidth. compile-cold/compile-hit compare with issue 3's targets (1 s, 5 ms).\n"
     "Baselines are loaded from $UNITILE_BASELINE_DIR (default: lib/unitile/baselines beside\n"
     "bin/); a missing one is reported as unavailable. OMP_WAIT_POLICY defaults to passive.\n"
-    "Exit status: 0 every case ran or was\n"
-    "unavailable or skipped, 1 a wrong result or a bad option, 2 an internal error.\n";
+    "Exit status: 0 every case ran, was unavailable or was skipped; 1 a wrong result or a bad\n"
+    "option; 2 an internal error.\n";
 
 struct BenchArgs {
   std::vector<std::string> ops, shapes;
