@@ -7,6 +7,7 @@
 #include "ir/Diagnostic.h"
 #include "ir/Verifier.h"
 #include "runtime/Inputs.h"
+#include "runtime/LaunchLimits.h"
 #include "schedule/Lower.h"
 
 #include <fmt/core.h>
@@ -87,41 +88,56 @@ std::string Session::compile_options() const {
 Session::Built Session::build(const Kernel& k, const ShapeBindings& b,
                               const std::vector<std::string>& extra_flags,
                               const std::optional<Schedule>& schedule) {
-  Built out;
   const hcd::Hcd& hcd = device_.hcd();
+  Schedule chosen;
+  std::string origin;
+  std::vector<std::string> reasons;
+  std::optional<LoopProgram> tuned; // the lowered tuned schedule, when one was found and lowers
   if (schedule) {
-    out.schedule = *schedule;
-    out.schedule_origin = schedule->empty() ? "default" : "given";
+    chosen = *schedule;
+    origin = schedule->empty() ? "default" : "given";
   } else if (auto own = kernel_schedule(k)) {
-    out.schedule = *own;
-    out.schedule_origin = "kernel";
+    chosen = *own;
+    origin = "kernel";
   } else {
-    std::optional<LoopProgram> tuned;
     if (lookup_) {
       if (auto found = lookup_(k, b, hcd)) {
         try {
           tuned = lower_scheduled(k, b, hcd, found->schedule);
-          out.schedule = found->schedule;
-          out.reasons = found->reasons;
-          out.schedule_origin = "tuned";
+          chosen = found->schedule;
+          reasons = found->reasons;
+          origin = "tuned";
         } catch (const UserError& e) {
-          out.reasons.push_back(fmt::format("the tuned schedule no longer applies ({}); using the auto-scheduler's",
-                                            e.what()));
+          reasons.push_back(fmt::format("the tuned schedule no longer applies ({}); using the auto-scheduler's",
+                                        e.what()));
         }
       }
     }
-    if (tuned) {
-      out.program = std::move(*tuned);
-    } else {
+    if (!tuned) {
       AutoSchedule a = auto_schedule(k, b, hcd);
-      out.schedule = a.schedule;
-      out.reasons.insert(out.reasons.end(), a.reasons.begin(), a.reasons.end());
-      out.schedule_origin = "auto";
+      chosen = a.schedule;
+      reasons.insert(reasons.end(), a.reasons.begin(), a.reasons.end());
+      origin = "auto";
     }
   }
-  if (out.schedule_origin != "tuned")
-    out.program = out.schedule.empty() ? lower_to_loops(k, b, hcd) : lower_scheduled(k, b, hcd, out.schedule);
+  LoopProgram program = tuned             ? std::move(*tuned)
+                        : chosen.empty() ? lower_to_loops(k, b, hcd)
+                                         : lower_scheduled(k, b, hcd, chosen);
+  Built out = build_program(std::move(program), extra_flags);
+  out.schedule = std::move(chosen);
+  out.schedule_origin = std::move(origin);
+  out.reasons = std::move(reasons);
+  return out;
+}
+
+Session::Built Session::build_program(LoopProgram program,
+                                      const std::vector<std::string>& extra_flags) {
+  Built out;
+  const hcd::Hcd& hcd = device_.hcd();
+  out.program = std::move(program);
   verify(out.program);
+  for (const LoopFunc& f : out.program.funcs)
+    check_launch_limits(out.program.kernel, f, launch_dims(f), hcd);
   out.source = generate_source(out.program, hcd);
   UT_INTERNAL_ASSERT(out.source.entries.size() == out.program.funcs.size(),
                      "codegen gave a different number of entries than funcs");
@@ -139,11 +155,20 @@ Session::Built Session::build(const Kernel& k, const ShapeBindings& b,
 
 std::shared_ptr<const CompiledKernel> Session::compile(const Kernel& k, const ShapeBindings& b,
                                                        const std::optional<Schedule>& schedule) {
-  Built built = build(k, b, {}, schedule);
+  return load_built(build(k, b, {}, schedule), k.name, b);
+}
+
+std::shared_ptr<const CompiledKernel> Session::compile_program(LoopProgram program) {
+  std::string name = program.kernel;
+  return load_built(build_program(std::move(program)), name, {});
+}
+
+std::shared_ptr<const CompiledKernel> Session::load_built(Built built, const std::string& kernel_name,
+                                                          const ShapeBindings& b) {
   if (auto it = compiled_.find(built.key); it != compiled_.end()) return it->second.kernel;
 
   auto ck = std::make_shared<CompiledKernel>();
-  ck->kernel_name = k.name;
+  ck->kernel_name = kernel_name;
   ck->bindings = b;
   ck->program = std::move(built.program);
   ck->source = std::move(built.source);

@@ -4,9 +4,9 @@
 
 #include "runtime/KernelCache.h"
 #include "runtime/Session.h"
+#include "runtime/SourceFiles.h"
 #include "tune/TunedLookup.h"
 #include "tune/TuningDatabase.h"
-#include "runtime/SourceFiles.h"
 
 #include <fmt/core.h>
 
