@@ -45,14 +45,14 @@ int compile_command(const CompileOptions& o) {
     }
     const ShapeBindings b = bind_shapes(*k, {}, given);
     // Build without loading: printing code needs the device's compiler, not the device.
-    const Session::Built built = session.build(*k, b, assembly ? h.assembly_flags : std::vector<std::string>{});
-    std::cout << fmt::format(
-        "// unitile compile: kernel {} for device {} ({}), shapes {}; unbound "
-        "symbols default to 64\n",
-        k->name, session.device().name(),
-        assembly ? o.emit : "dialect " + built.source.dialect, join(listed));
-    std::string text = assembly ? std::string(built.binary->begin(), built.binary->end())
-                                : built.source.code;
+    const Session::Built built =
+        session.build(*k, b, assembly ? h.assembly_flags : std::vector<std::string>{});
+    std::cout << fmt::format("// unitile compile: kernel {} for device {} ({}), shapes {}; unbound "
+                             "symbols default to 64\n",
+                             k->name, session.device().name(),
+                             assembly ? o.emit : "dialect " + built.source.dialect, join(listed));
+    std::string text =
+        assembly ? std::string(built.binary->begin(), built.binary->end()) : built.source.code;
     std::cout << text;
     if (!text.empty() && text.back() != '\n')
       std::cout << "\n";
