@@ -14,6 +14,8 @@ APT_PACKAGES=(
   llvm-14-tools
   ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo
   python3 python3-venv python3-numpy
+  libopenblas-dev          # `unitile bench` baseline only (bench/baselines), never linked by unitile
+  libdnnl-dev              # oneDNN: `unitile bench` baseline only
   gcc-aarch64-linux-gnu    # cpu-aarch64: the NEON cross compiler (and the kernel server's)
   libc6-dev-arm64-cross    # cpu-aarch64: its libc, also qemu's sysroot (-L /usr/aarch64-linux-gnu)
   gcc-riscv64-linux-gnu    # cpu-riscv64: GNU binutils, libgcc and the kernel server's compiler

@@ -14,8 +14,9 @@
 // units ("32KB") are rejected, since a cache of "32KB" almost always means 32 KiB.
 //
 // [[memory]] levels are listed innermost first. A level's numbers describe one instance
-// of it: `size` and `bandwidth_gbps` are what one unit sees, `shared_by` says how many
-// units share that instance. `scope` is the Loop IR memory scope a buffer placed at that
+// of it: `size` and `bandwidth_gbps` are that instance's (its sharers draw the bandwidth
+// together, as the built-in files give DRAM and HBM), `shared_by` says how many units
+// share that instance. `scope` is the Loop IR memory scope a buffer placed at that
 // level would get: "register"; "local" for storage private to one unit (a CPU core's
 // L1/L2, an NPU core's scratchpad); "shared" for storage several units or a block's
 // threads share (a shared L3, GPU shared memory); "global" for device memory.

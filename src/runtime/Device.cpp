@@ -40,7 +40,14 @@ Device::Device(std::shared_ptr<const DevicePlugin> plugin, std::optional<hcd::Hc
     : plugin_(std::move(plugin)) {
   UT_INTERNAL_ASSERT(plugin_ != nullptr, "a device needs a plugin");
   name_ = plugin_->name();
-  hcd_ = hcd_override ? std::move(*hcd_override) : described_hcd(*plugin_);
+  hcd_ = described_hcd(*plugin_);
+  if (hcd_override) {
+    // The override says what chip to schedule for; the plugin still reads only its own
+    // language (sim modelling an H200 is fed Loop IR, not CUDA).
+    std::string dialect = hcd_.dialect;
+    hcd_ = std::move(*hcd_override);
+    hcd_.dialect = dialect;
+  }
 }
 
 std::string Device::toolchain_version() const {

@@ -63,7 +63,8 @@ using DeviceEvent = ReleasedHandle<UT_RELEASE_EVENT, ut_event>;
 class Device {
 public:
   /// The device's HCD comes from describe (a built-in name or TOML text) unless
-  /// `hcd_override` is given, which is how `sim` models other chips (`--hcd FILE`).
+  /// `hcd_override` is given, which is how `sim` models other chips (`--hcd FILE`). The
+  /// override keeps the plugin's own dialect: it changes the target, not the language.
   explicit Device(std::shared_ptr<const DevicePlugin> plugin,
                   std::optional<hcd::Hcd> hcd_override = std::nullopt);
 

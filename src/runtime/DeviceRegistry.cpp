@@ -44,9 +44,12 @@ std::shared_ptr<const DevicePlugin> load_plugin_once(const std::string& path) {
   return p;
 }
 
+// --hcd names a file (a path with '/' or ending in .toml) or a built-in description.
 std::optional<hcd::Hcd> hcd_override(const DeviceOptions& opts) {
-  if (opts.hcd_path.empty()) return std::nullopt;
-  return hcd::load_file(opts.hcd_path);
+  const std::string& h = opts.hcd_path;
+  if (h.empty()) return std::nullopt;
+  if (h.find('/') != std::string::npos || h.ends_with(".toml")) return hcd::load_file(h);
+  return hcd::builtin(h);
 }
 
 } // namespace

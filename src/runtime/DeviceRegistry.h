@@ -23,7 +23,7 @@ std::vector<PluginFile> find_plugin_files();
 
 struct DeviceOptions {
   std::string plugin_path; // --device-plugin: load this file instead of searching
-  std::string hcd_path;    // --hcd: run under this HCD instead of the described one
+  std::string hcd_path;    // --hcd: run under this HCD (a file or built-in name) instead of the described one
 };
 
 /// Open the device `name` (or the plugin in `opts.plugin_path`). An unknown name is a

@@ -1,6 +1,7 @@
 # lit configuration: IR text tests. Each .ut/.loop file has RUN: lines; FileCheck checks
 # the printed output. Tools come from the build tree (lit.site.cfg.py sets the paths).
 import os
+import sys
 import lit.formats
 
 config.name = "unitile"
@@ -13,6 +14,7 @@ config.test_exec_root = os.path.join(config.unitile_obj_root, "lit-out")
 config.substitutions.append(("%unitile-opt", os.path.join(config.unitile_bin_dir, "unitile-opt")))
 config.substitutions.append(("%unitile", os.path.join(config.unitile_bin_dir, "unitile")))
 config.substitutions.append(("%src", config.unitile_src_root))
+config.substitutions.append(("%python", sys.executable))
 config.substitutions.append(("FileCheck", config.filecheck))
 config.substitutions.append(("not ", config.not_tool + " "))
 

@@ -1,6 +1,8 @@
 // `unitile devices`: list the device plugins found and a summary of each one's HCD.
 #include "unitile/Command.h"
 
+#include "hcd/Hcd.h"
+
 #include <fmt/core.h>
 
 #include <iostream>
@@ -8,7 +10,13 @@
 namespace unitile::cli {
 namespace {
 
-int devices_command() {
+int devices_command(const std::string& print_hcd) {
+  if (!print_hcd.empty()) {
+    // A file or a built-in name, as --hcd takes them; host-cpu is detected now.
+    const bool is_file = print_hcd.find('/') != std::string::npos || print_hcd.ends_with(".toml");
+    std::cout << hcd::to_toml(is_file ? hcd::load_file(print_hcd) : hcd::builtin(print_hcd));
+    return 0;
+  }
   const auto devices = list_devices();
   if (devices.empty()) {
     std::cout << "no device plugins found; searched:\n";
@@ -29,10 +37,14 @@ int devices_command() {
 }
 
 CommandAction setup_devices(CLI::App& cmd) {
+  auto print_hcd = std::make_shared<std::string>();
+  cmd.add_option("--print-hcd", *print_hcd,
+                 "print the HCD of a built-in name (host-cpu: this machine, detected) or a file as "
+                 "TOML, and exit; the output is a valid --hcd file");
   cmd.footer(std::string("Search path: $UNITILE_PLUGIN_PATH (colon-separated), then "
                          "<executable dir>/../lib/unitile/plugins, then the install prefix.\n") +
              kExitStatusHelp);
-  return [] { return devices_command(); };
+  return [print_hcd] { return devices_command(*print_hcd); };
 }
 
 const CommandRegistration reg{

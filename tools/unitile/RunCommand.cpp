@@ -2,6 +2,7 @@
 // outputs as .npy, check them against sim and time them.
 #include "unitile/Command.h"
 
+#include "backends/sim/ChipReport.h"
 #include "ir/Diagnostic.h"
 #include "runtime/Inputs.h"
 #include "runtime/KernelCache.h"
@@ -13,7 +14,9 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <optional>
 
@@ -29,7 +32,11 @@ constexpr const char* kRunFooter =
     "--check runs the kernel on sim with the same inputs and compares every output:\n"
     "|x - ref| <= atol + rtol*|ref| with f64 1e-9, f32 1e-4 (atol times sqrt of the longest\n"
     "reduction), f16 atol 1e-3 rtol 2e-3, bf16 atol 1e-2 rtol 1.6e-2, integers exact.\n"
-    "Compiled kernels are cached in $UNITILE_CACHE_DIR (default ~/.cache/unitile).\n";
+    "Compiled kernels are cached in $UNITILE_CACHE_DIR (default ~/.cache/unitile).\n"
+    "--report models the launches on the chip the HCD describes (--hcd FILE or a built-in\n"
+    "name, with --device sim to model any chip): the address trace of the Loop IR runs\n"
+    "through set-associative LRU caches of the HCD's [[memory]] levels, and the time is a\n"
+    "roofline of peak rates, bandwidths and latencies (docs/ARCHITECTURE.md).\n";
 
 struct RunOptions {
   std::vector<std::string> params, inputs;
@@ -37,7 +44,34 @@ struct RunOptions {
   bool check = false;
   int repeat = 0;
   uint64_t seed = 0;
+  bool report = false, report_warm = false;
+  std::string report_json;
 };
+
+// The chip model of the sim device (src/backends/sim/ChipModel.h) run on the Loop IR
+// the device was given, under the device's HCD, with the same inputs and params.
+sim::KernelReport model_kernel(const Session& session, const CompiledKernel& ck,
+                               const std::map<std::string, Tensor>& inputs, const ParamValues& params,
+                               bool warm) {
+  std::vector<std::vector<char>> storage;
+  std::vector<sim::BufferArg> buffers;
+  for (const LoopBuffer& b : ck.program.buffers) {
+    const size_t bytes = shape_numel(b.shape) * static_cast<size_t>(dtype_bytes(b.dtype));
+    storage.emplace_back(std::max<size_t>(bytes, 1), 0);
+    if (b.role == TensorRole::Input)
+      std::memcpy(storage.back().data(), inputs.at(b.name).data.data(), bytes);
+    buffers.push_back({storage.back().data(), bytes});
+  }
+  std::vector<sim::ParamArg> args;
+  for (const ParamDecl& p : ck.program.params) {
+    const double v = params.at(p.name); // Session::run has checked every param is given
+    args.push_back(is_float(p.dtype) ? sim::ParamArg{true, 0, v}
+                                     : sim::ParamArg{false, static_cast<int64_t>(v), 0});
+  }
+  sim::ChipModelOptions options;
+  options.warm = warm;
+  return sim::model_program(ck.program, session.device().hcd(), buffers, args, options);
+}
 
 int run_command(const CommonOptions& co, const RunOptions& ro) {
   const Module m = load_module(co.file);
@@ -82,6 +116,9 @@ int run_command(const CommonOptions& co, const RunOptions& ro) {
   if (ro.check)
     reference.emplace(open_device("sim"), cache);
 
+  if (ro.report_warm && !ro.report && ro.report_json.empty())
+    throw UserError("error: --report-warm needs --report or --report-json");
+  nlohmann::json json_reports = nlohmann::json::array();
   bool all_ok = true;
   for (const Kernel* k : kernels) {
     if (co.kernel.empty())
@@ -148,7 +185,23 @@ int run_command(const CommonOptions& co, const RunOptions& ro) {
                                result.timing->samples_ms.size(), result.timing->median_ms,
                                result.timing->min_ms);
     }
+    if (ro.report || !ro.report_json.empty()) {
+      const sim::KernelReport rep = model_kernel(session, *compiled, inputs, params, ro.report_warm);
+      if (ro.report)
+        std::cout << sim::format_report(rep);
+      nlohmann::json j = sim::report_json(rep);
+      j["shapes"] = b;
+      if (result.timing)
+        j["measured_median_s"] = result.timing->median_ms * 1e-3;
+      json_reports.push_back(std::move(j));
+    }
     std::cout.flush();
+  }
+  if (!ro.report_json.empty()) {
+    std::ofstream out(ro.report_json);
+    out << nlohmann::json{{"device", co.device}, {"kernels", json_reports}}.dump(2) << "\n";
+    if (!out)
+      throw UserError(fmt::format("error: --report-json {}: cannot write the file", ro.report_json));
   }
   return all_ok ? 0 : 1;
 }
@@ -165,6 +218,12 @@ CommandAction setup_run(CLI::App& cmd) {
   cmd.add_flag("--check", ro->check, "also run on sim and compare every output");
   cmd.add_option("--repeat", ro->repeat, "time N device runs after one warm-up (median and min)");
   cmd.add_option("--seed", ro->seed, "seed of the random inputs (default 0)");
+  cmd.add_flag("--report", ro->report,
+               "print the sim chip model of each launch under the device's HCD: bytes per memory "
+               "level, operation counts, estimated time");
+  cmd.add_option("--report-json", ro->report_json, "write the chip-model report as JSON to FILE");
+  cmd.add_flag("--report-warm", ro->report_warm,
+               "model a repeated launch (caches warmed by one run first) instead of a cold one");
   cmd.footer(std::string(kRunFooter) + kExitStatusHelp);
   return [co, ro] { return run_command(*co, *ro); };
 }

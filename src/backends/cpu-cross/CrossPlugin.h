@@ -72,6 +72,7 @@ private:
   int socket_ = -1;
   int log_fd_ = -1; // the emulator's stdout and stderr
   pid_t pid_ = -1;
+  pid_t owner_ = -1; // the process that started the server: a forked child must not share it
   std::string dead_; // why the server is gone, once it is
   std::vector<uint64_t> free_buffers_, free_kernels_;
   uint64_t next_buffer_ = 0, next_kernel_ = 0;

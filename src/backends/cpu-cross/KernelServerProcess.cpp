@@ -150,6 +150,7 @@ ut_status KernelServer::launch_process(std::string* why) {
     return UT_ERROR_UNAVAILABLE;
   }
   socket_ = host_end;
+  owner_ = getpid();
 
   ut_x_hello hello{};
   ssize_t n = receive_message(socket_, &hello, sizeof hello);
@@ -223,6 +224,10 @@ ut_status KernelServer::call(const ut_x_request& request, const void* payload, s
   if (started != UT_OK)
     return started;
   std::lock_guard<std::mutex> lock(mutex_);
+  if (owner_ != getpid())
+    return fail(err, UT_ERROR_INVALID,
+                device + ": the kernel server belongs to process " + std::to_string(owner_) +
+                    "; a forked child cannot share it");
   if (!dead_.empty())
     return fail(err, UT_ERROR_LAUNCH, device + ": the kernel server died earlier: " + dead_);
   unsigned char reply[sizeof(ut_x_reply) + UT_X_MAX_MESSAGE];

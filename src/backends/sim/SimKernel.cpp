@@ -30,6 +30,7 @@ struct Ctx {
   std::vector<std::vector<double>>* falloc = nullptr;
   std::vector<std::vector<int64_t>>* ialloc = nullptr;
   const std::string* where = nullptr; // "sim: kernel 'K' (func F)"
+  Tracer* trace = nullptr;            // set for a traced run (SimTrace.h)
 };
 
 struct IExpr {
@@ -249,6 +250,7 @@ struct Place {
   int64_t shape[kMaxRank] = {};
   IP idx[kMaxRank];
   std::string name;
+  bool in_vector = false; // inside a vectorized or thread loop (for the trace)
 
   // The row-major offset, or -1 when some index is out of range (`vals` gets them all).
   int64_t offset(Ctx& c, int64_t* vals) const {
@@ -285,6 +287,8 @@ template <Storage S> struct FAccess final : FExpr {
       if (guard) return guard->eval(c);
       at.fail(c, vals, "read");
     }
+    if (c.trace) [[unlikely]]
+      c.trace->access(at.slot, off, false, at.in_vector);
     auto v = Cell<S>::get(reinterpret_cast<const typename Cell<S>::T*>(c.buf[at.slot]) + off);
     if constexpr (Cell<S>::is_float)
       return v;
@@ -302,6 +306,8 @@ template <Storage S> struct IAccess final : IExpr {
       if (guard) return guard->eval(c);
       at.fail(c, vals, "read");
     }
+    if (c.trace) [[unlikely]]
+      c.trace->access(at.slot, off, false, at.in_vector);
     auto v = Cell<S>::get(reinterpret_cast<const typename Cell<S>::T*>(c.buf[at.slot]) + off);
     if constexpr (Cell<S>::is_float)
       return float_to_int(v);
@@ -315,12 +321,17 @@ template <Storage S> struct IAccess final : IExpr {
 template <Storage S> struct SStore final : SNode {
   Place at;
   std::conditional_t<Cell<S>::is_float, FP, IP> value;
+  OpRecord ops;
   void exec(Ctx& c) const override {
     // The element first, so a scatter's bad index is reported as the write it is.
     int64_t vals[kMaxRank];
     int64_t off = at.offset(c, vals);
     if (off < 0) at.fail(c, vals, "write");
     auto v = value->eval(c);
+    if (c.trace) [[unlikely]] {
+      c.trace->ops(ops);
+      c.trace->access(at.slot, off, true, at.in_vector);
+    }
     Cell<S>::put(reinterpret_cast<typename Cell<S>::T*>(c.buf[at.slot]) + off, v);
   }
 };
@@ -338,8 +349,11 @@ struct SFor final : SNode {
   int slot;
   IP min, extent;
   SP body;
+  bool vectorized = false;
   void exec(Ctx& c) const override {
     int64_t lo = min->eval(c), n = extent->eval(c);
+    if (c.trace && n > 0) [[unlikely]]
+      c.trace->loop(n, vectorized);
     int64_t* v = &c.iv[slot];
     for (int64_t i = 0; i < n; ++i) {
       *v = lo + i;
@@ -370,8 +384,11 @@ struct SLetF final : SNode {
   int slot;
   FP value;
   SP body;
+  OpRecord ops;
   void exec(Ctx& c) const override {
     c.fv[slot] = value->eval(c);
+    if (c.trace) [[unlikely]]
+      c.trace->ops(ops);
     body->exec(c);
   }
 };
@@ -433,6 +450,62 @@ struct SThreadNest final : SNode {
   }
 };
 
+// A perfect nest of grid (or parallel) loops, iterated as one linear space of
+// iterations (block ids). Untraced it is the plain nest; traced, and not already inside
+// a distributed loop, it spreads the iterations over the tracer's units (SimTrace.h).
+struct SParallelNest final : SNode {
+  struct Axis {
+    int slot;
+    IP min, extent;
+  };
+  std::vector<Axis> axes; // outermost first; inner bounds do not depend on outer vars
+  SP body;
+
+  void run_one(Ctx& c, const int64_t* lo, const int64_t* ext, int64_t linear) const {
+    for (size_t k = axes.size(); k-- > 0;) {
+      c.iv[axes[k].slot] = lo[k] + linear % ext[k];
+      linear /= ext[k];
+    }
+    body->exec(c);
+  }
+
+  void exec(Ctx& c) const override {
+    size_t n = axes.size();
+    std::vector<int64_t> lo(n), ext(n);
+    int64_t total = 1;
+    for (size_t k = 0; k < n; ++k) {
+      lo[k] = axes[k].min->eval(c);
+      ext[k] = axes[k].extent->eval(c);
+      if (ext[k] <= 0) return;
+      total *= ext[k];
+    }
+    Tracer* t = c.trace;
+    if (!t || t->distributing || t->units <= 1) {
+      for (int64_t i = 0; i < total; ++i) run_one(c, lo.data(), ext.data(), i);
+      return;
+    }
+    const int64_t units = t->units;
+    const int64_t chunk = (total + units - 1) / units;
+    const int outer_unit = t->unit;
+    t->distributing = true;
+    for (int64_t w = 0; w < chunk; ++w) {
+      for (int64_t u = 0; u < units; ++u) {
+        int64_t i = u * chunk + w;
+        if (i >= total) break;
+        t->unit = static_cast<int>(u);
+        t->block_start();
+        run_one(c, lo.data(), ext.data(), i);
+      }
+    }
+    t->unit = outer_unit;
+    t->distributing = false;
+  }
+};
+
+bool is_parallel(ForKind k) {
+  return k == ForKind::Parallel || k == ForKind::GridX || k == ForKind::GridY || k == ForKind::GridZ;
+}
+
 bool is_thread(ForKind k) {
   return k == ForKind::ThreadX || k == ForKind::ThreadY || k == ForKind::ThreadZ;
 }
@@ -454,6 +527,7 @@ struct SimKernel::Compiled {
   std::vector<std::pair<bool, int>> param_slots; // (is_float, slot) per param
   std::vector<size_t> buffer_bytes;              // bytes each program buffer needs
   std::string where;
+  std::vector<SlotInfo> slots;
   SP body;
 };
 
@@ -469,7 +543,9 @@ public:
                                 b.shape.size(), kMaxRank));
       BufInfo info{out_.n_bufs++, global_storage(b.dtype), b.dtype, b.shape};
       buffers_.push_back({b.name, info});
-      out_.buffer_bytes.push_back(element_count(b.name, b.shape) * static_cast<size_t>(dtype_bytes(b.dtype)));
+      size_t elems = element_count(b.name, b.shape);
+      out_.buffer_bytes.push_back(elems * static_cast<size_t>(dtype_bytes(b.dtype)));
+      out_.slots.push_back({b.name, b.dtype, MemScope::Global, static_cast<int64_t>(elems)});
     }
     for (const ParamDecl& prm : p.params) {
       bool fl = is_float(prm.dtype);
@@ -498,6 +574,76 @@ private:
   std::vector<std::pair<std::string, BufInfo>> buffers_; // innermost (allocations) last
   std::vector<std::pair<std::string, VarInfo>> vars_;
   bool in_thread_loop_ = false;
+  bool in_vector_loop_ = false; // a vectorized or thread loop encloses the statement
+
+  // The arithmetic of a statement's value: one operation per arithmetic node, select and
+  // comparison, kTranscendentalOps per transcendental call, nothing for casts and for
+  // index arithmetic (addresses are the memory model's business, not the ALUs').
+  void count_ops(const Expr& e, OpRecord& r) const {
+    if (!e) return;
+    auto charge = [&](DType t, double n) {
+      auto& table = in_vector_loop_ ? r.vector : r.scalar;
+      table[static_cast<size_t>(t)] += n;
+    };
+    switch (e->kind) {
+    case ExprKind::Access:
+      count_ops(e->guard, r); // indices are addresses
+      return;
+    case ExprKind::Unary:
+    case ExprKind::Binary:
+    case ExprKind::Select:
+      charge(e->operands.back()->type, 1);
+      break;
+    case ExprKind::Call:
+      switch (e->math_fn) {
+      case MathFn::Abs: case MathFn::Min: case MathFn::Max: case MathFn::Floor: case MathFn::Ceil:
+      case MathFn::Round: case MathFn::Trunc: case MathFn::Sign: case MathFn::IsNan: case MathFn::IsInf:
+        charge(e->operands[0]->type, 1);
+        break;
+      case MathFn::Fma: charge(e->operands[0]->type, 2); break;
+      case MathFn::Sqrt: case MathFn::Rsqrt: charge(e->operands[0]->type, 4); break;
+      default:
+        charge(e->operands[0]->type, in_vector_loop_ ? kTranscendentalOps : kScalarTranscendentalOps);
+        r.math_calls += 1;
+      }
+      break;
+    default: break;
+    }
+    for (const Expr& o : e->operands) count_ops(o, r);
+  }
+
+  // Whether `e` reads buffer[indices] itself: an accumulation into that element.
+  static bool reads_element(const Expr& e, const std::string& buffer, const std::vector<Expr>& indices) {
+    bool found = false;
+    visit(e, [&](const Expr& x) {
+      if (found || x->kind != ExprKind::Access || x->name != buffer || x->operands.size() != indices.size()) return;
+      bool same = true;
+      for (size_t k = 0; k < indices.size() && same; ++k) same = equal(x->operands[k], indices[k]);
+      found = same;
+    });
+    return found;
+  }
+
+  SP parallel_nest(const Stmt& outer) {
+    auto n = std::make_unique<SParallelNest>();
+    std::vector<const StmtNode*> loops{outer.get()};
+    Stmt body = outer->body[0];
+    // Inner loops join the nest while their bounds are constants (so they cannot
+    // depend on the outer variables) and they are grid or parallel loops too.
+    while (body->kind == StmtKind::For && is_parallel(body->for_kind) &&
+           body->min->kind == ExprKind::IntImm && body->extent->kind == ExprKind::IntImm) {
+      loops.push_back(body.get());
+      body = body->body[0];
+    }
+    for (const StmtNode* l : loops) n->axes.push_back({0, int_expr(l->min), int_expr(l->extent)});
+    for (size_t k = 0; k < loops.size(); ++k) {
+      n->axes[k].slot = out_.n_ivars++;
+      vars_.push_back({loops[k]->var, {false, n->axes[k].slot}});
+    }
+    n->body = stmt(body);
+    vars_.resize(vars_.size() - loops.size());
+    return n;
+  }
 
   // Elements of a buffer or allocation; a size that would overflow offsets is refused, so
   // that offsets (int64) and byte counts (size_t) are exact for every in-range index.
@@ -533,6 +679,7 @@ private:
     at.slot = b.slot;
     at.rank = static_cast<int>(indices.size());
     at.name = name;
+    at.in_vector = in_vector_loop_;
     for (int k = 0; k < at.rank; ++k) {
       at.shape[k] = b.shape[static_cast<size_t>(k)];
       at.idx[k] = int_expr(indices[static_cast<size_t>(k)]);
@@ -799,6 +946,8 @@ private:
   template <Storage S> SP store_node(const Stmt& s, DType dtype) {
     auto n = std::make_unique<SStore<S>>();
     n->at = place(s->buffer, s->indices);
+    count_ops(s->value, n->ops);
+    n->ops.dependent = !in_vector_loop_ && reads_element(s->value, s->buffer, s->indices);
     if constexpr (Cell<S>::is_float) {
       n->value = float_expr(s->value);
     } else if constexpr (S == Storage::Bool) {
@@ -871,20 +1020,30 @@ private:
     return n;
   }
 
+  SP for_stmt(const Stmt& s) {
+    if (is_thread(s->for_kind) && contains_barrier(s->body[0])) return thread_nest(s);
+    if (is_parallel(s->for_kind)) return parallel_nest(s);
+    auto n = std::make_unique<SFor>();
+    n->min = int_expr(s->min);
+    n->extent = int_expr(s->extent);
+    n->vectorized = s->for_kind == ForKind::Vectorized || is_thread(s->for_kind);
+    n->slot = out_.n_ivars++;
+    vars_.push_back({s->var, {false, n->slot}});
+    bool was_in_thread = in_thread_loop_;
+    in_thread_loop_ |= is_thread(s->for_kind);
+    n->body = stmt(s->body[0]);
+    in_thread_loop_ = was_in_thread;
+    vars_.pop_back();
+    return n;
+  }
+
   SP stmt(const Stmt& s) {
     switch (s->kind) {
     case StmtKind::For: {
-      if (is_thread(s->for_kind) && contains_barrier(s->body[0])) return thread_nest(s);
-      auto n = std::make_unique<SFor>();
-      n->min = int_expr(s->min);
-      n->extent = int_expr(s->extent);
-      n->slot = out_.n_ivars++;
-      vars_.push_back({s->var, {false, n->slot}});
-      bool was_in_thread = in_thread_loop_;
-      in_thread_loop_ |= is_thread(s->for_kind);
-      n->body = stmt(s->body[0]);
-      in_thread_loop_ = was_in_thread;
-      vars_.pop_back();
+      bool was_in_vector = in_vector_loop_;
+      in_vector_loop_ |= is_thread(s->for_kind) || s->for_kind == ForKind::Vectorized;
+      SP n = for_stmt(s);
+      in_vector_loop_ = was_in_vector;
       return n;
     }
     case StmtKind::If: {
@@ -904,6 +1063,7 @@ private:
       n->index = n->is_float ? out_.n_falloc++ : out_.n_ialloc++;
       n->slot = out_.n_bufs++;
       n->elems = element_count(s->buffer, s->shape);
+      out_.slots.push_back({s->buffer, s->dtype, s->scope, static_cast<int64_t>(n->elems)});
       buffers_.push_back({s->buffer, {n->slot, n->is_float ? Storage::AllocF : Storage::AllocI, s->dtype, s->shape}});
       n->body = stmt(s->body[0]);
       buffers_.pop_back();
@@ -917,6 +1077,7 @@ private:
         auto n = std::make_unique<SLetF>();
         n->slot = slot;
         n->value = float_expr(s->value);
+        count_ops(s->value, n->ops);
         vars_.push_back({s->var, {true, slot}});
         n->body = stmt(s->body[0]);
         vars_.pop_back();
@@ -962,7 +1123,16 @@ SimKernel::SimKernel(LoopProgram program, const std::string& entry) : program_(s
 
 SimKernel::~SimKernel() = default;
 
-void SimKernel::run(const std::vector<BufferArg>& buffers, const std::vector<ParamArg>& params) const {
+const std::vector<SlotInfo>& SimKernel::slots() const { return compiled_->slots; }
+
+bool OpRecord::empty() const {
+  for (size_t i = 0; i < scalar.size(); ++i)
+    if (scalar[i] != 0 || vector[i] != 0) return false;
+  return math_calls == 0 && !dependent;
+}
+
+void SimKernel::run(const std::vector<BufferArg>& buffers, const std::vector<ParamArg>& params,
+                    Tracer* trace) const {
   const Compiled& k = *compiled_;
   if (buffers.size() != program_.buffers.size() || params.size() != program_.params.size())
     throw ArgumentError(fmt::format("{}: expected {} buffers and {} params, got {} and {}", k.where,
@@ -1000,6 +1170,7 @@ void SimKernel::run(const std::vector<BufferArg>& buffers, const std::vector<Par
   c.falloc = &falloc;
   c.ialloc = &ialloc;
   c.where = &k.where;
+  c.trace = trace;
   k.body->exec(c);
 }
 

@@ -6,6 +6,7 @@
 // name lookups and no type dispatch per element. The semantics are SimNumerics.h's.
 #pragma once
 
+#include "backends/sim/SimTrace.h"
 #include "ir/Loop.h"
 
 #include <cstdint>
@@ -60,7 +61,13 @@ public:
   /// Run the func once: `buffers` are the program's buffers in order, `params` its
   /// runtime params in order. Throws ArgumentError or LaunchError. Safe to call from
   /// several threads at once (all state of a run is local to it).
-  void run(const std::vector<BufferArg>& buffers, const std::vector<ParamArg>& params) const;
+  /// With a `trace`, every access, every statement's arithmetic and the unit of every
+  /// parallel iteration are reported to it (SimTrace.h); the results are the same.
+  void run(const std::vector<BufferArg>& buffers, const std::vector<ParamArg>& params,
+           Tracer* trace = nullptr) const;
+
+  /// The storage slots accesses are reported against: program buffers, then allocations.
+  const std::vector<SlotInfo>& slots() const;
 
   const LoopProgram& program() const { return program_; }
   const LoopFunc& func() const { return *func_; }

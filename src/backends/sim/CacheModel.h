@@ -1,0 +1,99 @@
+// A simulated memory hierarchy: one set-associative LRU cache per instance of every
+// cached level an HCD describes, fed the byte addresses a traced run produces.
+//
+// Policy (the same for every device, since an HCD says nothing finer):
+//  - Levels are the HCD's [[memory]] tables minus "register" scope ones; the last one
+//    is the backing memory and is not simulated (it always hits).
+//  - A unit's access goes to the instance of each level it sits under (unit / shared_by).
+//  - Write-back, write-allocate: a store miss fetches the line like a load (a CPU's
+//    read-for-ownership) and marks it dirty; evicting a dirty line writes it to the next
+//    level as a full-line write, which allocates there without a fetch.
+//  - Levels are neither inclusive nor exclusive: a miss fills every level on the way.
+//  - Associativity is not in the HCD: kWays ways, or fully associative when a level
+//    has fewer lines; sets are indexed by line address modulo the set count.
+// Traffic is counted per instance: requests arriving at a level and the bytes that
+// crossed its upper edge (reads into the level above, writes back from it).
+#pragma once
+
+#include "hcd/Hcd.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace unitile::sim {
+
+/// One cache instance: `size` bytes in lines of `line` bytes, LRU within each set.
+class SetAssociativeCache {
+public:
+  SetAssociativeCache(int64_t size, int line, int ways);
+
+  struct Result {
+    bool hit = false;
+    bool evicted_dirty = false;
+    uint64_t evicted_line = 0; // line number (address / line) of the dirty victim
+  };
+  /// Look up the line holding byte `line_number * line`; on a miss, allocate it (the
+  /// caller fetches it) and evict the least recently used line of the set.
+  Result access(uint64_t line_number, bool make_dirty);
+  /// Every dirty line, marked clean; the caller writes them back.
+  std::vector<uint64_t> take_dirty();
+
+  int line() const { return line_; }
+  int ways() const { return ways_; }
+  int64_t sets() const { return sets_; }
+
+private:
+  int line_, ways_;
+  int64_t sets_;
+  uint64_t clock_ = 0;
+  std::vector<uint64_t> tags_;   // line number + 1 per way (0 = invalid)
+  std::vector<uint64_t> stamps_; // last use per way
+  std::vector<uint8_t> dirty_;
+  uint64_t last_line_ = 0;       // the most recent line: hits again without a search
+  int64_t last_way_ = -1;
+};
+
+/// Counters of one instance of one level.
+struct LevelTraffic {
+  int64_t requests = 0, hits = 0;
+  int64_t read_bytes = 0;  // bytes read from this level by the one above (or the core)
+  int64_t write_bytes = 0; // bytes written into this level from above
+  int64_t bytes() const { return read_bytes + write_bytes; }
+};
+
+class CacheHierarchy {
+public:
+  static constexpr int kWays = 8;
+
+  /// The levels of `hcd` for `units` compute units. Throws UserError when the HCD has
+  /// no memory level or a level too large to simulate.
+  CacheHierarchy(const hcd::Hcd& hcd, int units);
+
+  /// An access of `bytes` bytes at byte address `address` by compute unit `unit`,
+  /// entering at level `level` (0: the innermost simulated level).
+  void access(int unit, uint64_t address, int bytes, bool is_store, size_t level = 0);
+  /// Write every dirty line back to the backing memory (the end of a launch).
+  void flush();
+
+  struct Level {
+    hcd::MemoryLevel desc;
+    bool simulated = false;                // false: the backing memory
+    std::vector<SetAssociativeCache> caches; // one per instance (when simulated)
+    std::vector<LevelTraffic> traffic;       // one per instance
+  };
+  const std::vector<Level>& levels() const { return levels_; }
+  size_t instance_of(size_t level, int unit) const;
+  /// Zero every counter, keeping the caches' contents.
+  void reset_counters();
+
+  /// An access served by level `level` itself, with no caching behind it: a buffer the
+  /// Loop IR placed in that level's scope (an NPU's local memory, GPU shared memory).
+  void access_resident(int unit, int bytes, bool is_store, size_t level);
+
+private:
+  int units_;
+  std::vector<Level> levels_;
+};
+
+} // namespace unitile::sim

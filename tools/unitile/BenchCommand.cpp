@@ -1,0 +1,181 @@
+// `unitile bench`: run Unitile's kernels and measurement baselines (OpenBLAS, oneDNN,
+// plain loops) in one process on the same data, print a table and write JSON records.
+// The machinery is in bench/harness; the baselines are libraries it dlopens.
+#include "unitile/Command.h"
+
+#include "harness/BenchRunner.h"
+#include "harness/Suites.h"
+#include "ir/Diagnostic.h"
+
+#include <fmt/core.h>
+#include <nlohmann/json.hpp>
+
+#include <sched.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+
+namespace unitile::cli {
+namespace {
+
+constexpr const char* kBenchFooter =
+    "Each case checks Unitile's output against the baseline's before timing; a disagreement is\n"
+    "a `failed` record and is never timed. Times are medians of --repeat runs after a warm-up.\n"
+    "ratio = baseline_ms / unitile_ms: above 1 means Unitile is faster. Bandwidth ops (softmax,\n"
+    "layernorm, rmsnorm, chain) also get a `triad` record: baseline_ms is the time their bytes\n"
+    "take at the STREAM-triad bandwidth measured in the same run, so ratio is the fraction of\n"
+    "triad bandwidth. compile-cold/compile-hit compare with issue 3's targets (1 s, 5 ms).\n"
+    "Baselines are loaded from $UNITILE_BASELINE_DIR (default: lib/unitile/baselines beside\n"
+    "bin/); a missing one is reported as unavailable. Exit status: 0 every case ran or was\n"
+    "unavailable or skipped, 1 a wrong result or a bad option, 2 an internal error.\n";
+
+struct BenchArgs {
+  std::vector<std::string> ops, shapes;
+  std::string dtype = "f32", threads, json;
+  int repeat = 5;
+  bool quick = false;
+  double max_run_s = 30;
+  uint64_t seed = 0;
+};
+
+int cpus_available() {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) return std::max(CPU_COUNT(&set), 1);
+  return 1;
+}
+
+// --threads "1,all" -> {1, CPUs}; default: UNITILE_NUM_THREADS when set, else every CPU.
+std::vector<int> thread_counts(const std::string& text) {
+  std::string spec = text;
+  if (spec.empty()) {
+    const char* env = std::getenv("UNITILE_NUM_THREADS");
+    spec = env && *env ? env : "all";
+  }
+  std::vector<int> out;
+  size_t start = 0;
+  while (start <= spec.size()) {
+    const size_t end = std::min(spec.find(',', start), spec.size());
+    const std::string item = spec.substr(start, end - start);
+    const int n = item == "all" ? cpus_available()
+                                : static_cast<int>(parse_int(item, "--threads (or UNITILE_NUM_THREADS)"));
+    if (n < 1 || n > 4096)
+      throw UserError(fmt::format("error: --threads: '{}' must be 'all' or 1..4096", item));
+    if (std::find(out.begin(), out.end(), n) == out.end()) out.push_back(n);
+    start = end + 1;
+  }
+  return out;
+}
+
+std::vector<std::string> split_list(const std::vector<std::string>& items) {
+  std::vector<std::string> out;
+  for (const std::string& item : items) {
+    size_t start = 0;
+    while (start <= item.size()) {
+      const size_t end = std::min(item.find(',', start), item.size());
+      if (end > start) out.push_back(item.substr(start, end - start));
+      start = end + 1;
+    }
+  }
+  return out;
+}
+
+// The suites to run: those named (each must support the dtype), else every suite that does.
+std::vector<std::string> selected_suites(const BenchArgs& a) {
+  std::vector<std::string> names = split_list(a.ops);
+  std::vector<std::string> out;
+  const bool all = names.empty() || std::find(names.begin(), names.end(), "all") != names.end();
+  for (const std::string& n : names) {
+    if (n == "all") continue;
+    const auto& s = bench::suites();
+    auto it = std::find_if(s.begin(), s.end(), [&](const bench::SuiteInfo& i) { return i.name == n; });
+    if (it == s.end()) {
+      std::vector<std::string> known;
+      for (const auto& i : s) known.push_back(i.name);
+      throw UserError(fmt::format("error: --op {}: no such benchmark (known: {}, all)", n, join(known)));
+    }
+    if (std::find(it->dtypes.begin(), it->dtypes.end(), a.dtype) == it->dtypes.end())
+      throw UserError(fmt::format("error: --op {} --dtype {}: {} runs only {}", n, a.dtype, n, join(it->dtypes)));
+  }
+  for (const bench::SuiteInfo& s : bench::suites()) {
+    const bool named = std::find(names.begin(), names.end(), s.name) != names.end();
+    const bool has_dtype = std::find(s.dtypes.begin(), s.dtypes.end(), a.dtype) != s.dtypes.end();
+    if ((named || all) && has_dtype) out.push_back(s.name);
+  }
+  if (out.empty()) throw UserError(fmt::format("error: no benchmark runs --dtype {}", a.dtype));
+  return out;
+}
+
+int bench_command(const BenchArgs& a) {
+  if (a.repeat < 1) throw UserError("error: --repeat must be at least 1");
+  if (!(a.max_run_s > 0)) throw UserError("error: --max-run-s must be positive");
+  if (a.dtype != "f32" && a.dtype != "f64" && a.dtype != "bf16")
+    throw UserError(fmt::format("error: --dtype {}: bench runs f32, f64 or bf16", a.dtype));
+  const std::vector<std::string> names = selected_suites(a);
+  const std::vector<int> threads = thread_counts(a.threads);
+  bench::check_shapes(names, split_list(a.shapes));
+  std::ofstream json_file;
+  if (!a.json.empty()) {
+    json_file.open(a.json);
+    if (!json_file) throw UserError(fmt::format("error: --json {}: cannot write the file", a.json));
+  }
+
+  std::vector<bench::BenchRecord> records;
+  for (int t : threads) {
+    // Unitile's cpu device reads UNITILE_NUM_THREADS at every launch.
+    setenv("UNITILE_NUM_THREADS", std::to_string(t).c_str(), 1);
+    bench::BenchOptions o;
+    o.shapes = split_list(a.shapes);
+    o.dtype = a.dtype;
+    o.threads = t;
+    o.repeat = a.repeat;
+    o.quick = a.quick;
+    o.max_run_s = a.max_run_s;
+    o.seed = a.seed;
+    std::cerr << fmt::format("bench: {} thread(s): {}\n", t, join(names));
+    bench::BenchRunner runner(o, std::cerr);
+    for (const std::string& n : names) bench::run_suite(runner, n);
+    records.insert(records.end(), runner.records().begin(), runner.records().end());
+  }
+
+  bench::print_report(std::cout, records);
+  if (!a.json.empty()) {
+    nlohmann::json list = nlohmann::json::array();
+    for (const bench::BenchRecord& r : records) list.push_back(bench::to_json(r));
+    json_file << list.dump(2) << "\n";
+    if (!json_file.flush()) throw UserError(fmt::format("error: --json {}: write failed", a.json));
+    std::cout << fmt::format("wrote {} records to {}\n", records.size(), a.json);
+  }
+  const bool any_failed = std::any_of(records.begin(), records.end(), [](const bench::BenchRecord& r) {
+    return r.status == bench::RecordStatus::Failed;
+  });
+  return any_failed ? 1 : 0;
+}
+
+CommandAction setup_bench(CLI::App& cmd) {
+  auto a = std::make_shared<BenchArgs>();
+  std::string ops_help = "benchmarks to run, comma-separated or repeated (default all):";
+  for (const bench::SuiteInfo& s : bench::suites()) ops_help += fmt::format("\n  {}: --shape {}", s.name, s.shape_form);
+  cmd.add_option("--op", a->ops, ops_help)->allow_extra_args(false);
+  cmd.add_option("--shape", a->shapes, "shapes instead of the issue-3 defaults, e.g. 512,2048x768x768")
+      ->allow_extra_args(false);
+  cmd.add_option("--dtype", a->dtype, "f32 (default), f64 or bf16 (gemm only)");
+  cmd.add_option("--threads", a->threads,
+                 "thread counts, e.g. 1,all (default $UNITILE_NUM_THREADS, else all CPUs); sets "
+                 "Unitile's pool and the baselines' threads");
+  cmd.add_option("--repeat", a->repeat, "timed runs per side after a warm-up (default 5); medians");
+  cmd.add_flag("--quick", a->quick, "small default shapes (seconds, for a smoke test)");
+  cmd.add_option("--max-run-s", a->max_run_s,
+                 "do not time a Unitile kernel whose first run takes longer (default 30)");
+  cmd.add_option("--json", a->json, "write the records as one JSON list to FILE");
+  cmd.add_option("--seed", a->seed, "seed of the random inputs (default 0)");
+  cmd.footer(kBenchFooter);
+  return [a] { return bench_command(*a); };
+}
+
+const CommandRegistration reg{
+    {"bench", "measure Unitile's kernels against OpenBLAS, oneDNN and STREAM triad", 40, setup_bench}};
+
+} // namespace
+} // namespace unitile::cli
