@@ -61,7 +61,7 @@ int run(int argc, char** argv) {
   app.add_option("--pass", pass, "pass to run: lower")->check(CLI::IsMember({"lower"}));
   app.add_option("--shape", shapes, "shape bindings NAME=VALUE[,NAME=VALUE...]");
   app.add_option("--kernel", kernel_name, "only this kernel");
-  app.add_option("--emit", emit, "print generated source in a dialect (c, cuda, loopir)");
+  app.add_option("--emit", emit, "print generated source in a dialect (c, cuda, opencl, loopir)");
   app.add_option("--hcd", hcd_name, "built-in HCD name or HCD file for --pass/--emit");
   app.add_flag("--loop", loop_input, "the input is Loop IR text");
   CLI11_PARSE(app, argc, argv);

@@ -33,7 +33,7 @@ const CDialect& c_dialect() {
 }
 
 const CDialect* find_c_dialect(std::string_view name) {
-  for (const CDialect* d : {&c_dialect(), &cuda_dialect()})
+  for (const CDialect* d : {&c_dialect(), &cuda_dialect(), &opencl_dialect()})
     if (d->name == name)
       return d;
   return nullptr;

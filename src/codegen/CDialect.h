@@ -62,6 +62,20 @@ struct CDialect {
   std::string_view ivdep_pragma = "#pragma GCC ivdep";
   /// Identifiers the dialect reserves beyond C's (IR names that collide get a '_').
   std::vector<std::string_view> reserved_identifiers;
+  /// When `entry_signature` holds `{params}`, every argument is an entry parameter, in
+  /// calling-convention order: buffer `{name}` of element type `{type}` (`{const}` as for
+  /// buffer_binding), then params; `{index}` is the argument's position and a float
+  /// param's `{type}` its value type. int_arg/float_arg then name the params.
+  std::string_view buffer_param;
+  std::string_view int_param;
+  std::string_view float_param;
+  /// Whether shared allocations must be declared at the entry's outermost scope (OpenCL's
+  /// __local) rather than where they occur.
+  bool shared_at_entry_scope = false;
+  /// Whether large private allocations may live on the heap (malloc/free).
+  bool heap_allocations = true;
+  /// The math function that rounds half to even (before the f32 suffix).
+  std::string_view round_half_even = "nearbyint";
 };
 
 /// The `c` dialect: C11 with GCC extensions, one exported function per LoopFunc following
@@ -71,6 +85,10 @@ const CDialect& c_dialect();
 /// The `cuda` dialect: CUDA C++ for NVRTC, one `extern "C" __global__` function per
 /// LoopFunc taking its arguments as one by-value array of ut_c_arg (CudaDialect.cpp).
 const CDialect& cuda_dialect();
+
+/// The `opencl` dialect: OpenCL C 1.2 kernels taking every argument as a kernel parameter
+/// (OpenCLDialect.cpp).
+const CDialect& opencl_dialect();
 
 /// The C-family dialect called `name`, or nullptr.
 const CDialect* find_c_dialect(std::string_view name);

@@ -64,8 +64,8 @@ constexpr std::string_view kF32ToF16 = R"(static inline uint16_t ut_f32_to_f16(f
   }
   if (a < 0x33000000u) return sign;
   uint32_t e = a >> 23, m = (a & 0x7fffffu) | 0x800000u, s = 126u - e;
-  uint32_t q = m >> s, rem = m & ((1u << s) - 1u), half = 1u << (s - 1u);
-  if (rem > half || (rem == half && (q & 1u))) ++q;
+  uint32_t q = m >> s, rem = m & ((1u << s) - 1u), halfway = 1u << (s - 1u);
+  if (rem > halfway || (rem == halfway && (q & 1u))) ++q;
   return (uint16_t)(sign | q);
 }
 )";

@@ -299,21 +299,20 @@ public:
     std::string signature = replace_all(std::string(d_.entry_signature), "{entry}", entry);
     size_t nargs = std::max<size_t>(prog_.buffers.size() + prog_.params.size(), 1);
     signature = replace_all(signature, "{nargs}", std::to_string(nargs));
-    signature =
-        replace_all(signature, "{block_threads}",
-                    std::to_string(uint64_t{dims_.block[0]} * dims_.block[1] * dims_.block[2]));
+    signature = replace_all(signature, "{block_threads}",
+                            std::to_string(uint64_t{dims_.block[0]} * dims_.block[1] *
+                                           dims_.block[2]));
+    const bool params_in_signature = signature.find("{params}") != std::string::npos;
+    if (params_in_signature)
+      signature = replace_all(signature, "{params}", entry_params());
     line(signature + " {");
     ++indent_;
     FreeNames used = free_names(f.body);
-    for (size_t k = 0; k < prog_.buffers.size(); ++k) {
+    for (size_t k = 0; k < prog_.buffers.size() && !params_in_signature; ++k) {
       const LoopBuffer& b = prog_.buffers[k];
       if (!used.buffers.count(b.name))
         continue;
-      std::string s(d_.buffer_binding);
-      s = replace_all(s, "{const}", b.role == TensorRole::Input ? "const " : "");
-      s = replace_all(s, "{type}", std::string(storage_type(b.dtype)));
-      s = replace_all(s, "{name}", names_.buffer(b.name));
-      line(replace_all(s, "{index}", std::to_string(k)));
+      line(replace_all(buffer_text(d_.buffer_binding, b), "{index}", std::to_string(k)));
     }
     for (size_t k = 0; k < prog_.params.size(); ++k) {
       const ParamDecl& prm = prog_.params[k];
@@ -321,6 +320,8 @@ public:
         continue;
       bind_param(prm, prog_.buffers.size() + k);
     }
+    if (d_.shared_at_entry_scope)
+      hoist_shared(f.body);
     stmt(f.body, true);
     --indent_;
     line("}");
@@ -376,6 +377,46 @@ private:
       throw UserError(fmt::format("error: {}: {} bytes of shared memory per block, more than the "
                                   "{} bytes the {} dialect can declare statically",
                                   where(), bytes, d_.max_static_shared_bytes, d_.name));
+  }
+
+  std::string buffer_text(std::string_view templ, const LoopBuffer& b) {
+    std::string s(templ);
+    s = replace_all(s, "{const}", b.role == TensorRole::Input ? "const " : "");
+    s = replace_all(s, "{type}", std::string(storage_type(b.dtype)));
+    return replace_all(s, "{name}", names_.buffer(b.name));
+  }
+
+  // The parameter list of an entry that takes every argument in its signature.
+  std::string entry_params() {
+    std::vector<std::string> params;
+    for (const LoopBuffer& b : prog_.buffers)
+      params.push_back(buffer_text(d_.buffer_param, b));
+    for (const ParamDecl& prm : prog_.params) {
+      std::string s(is_float(prm.dtype) ? d_.float_param : d_.int_param);
+      params.push_back(replace_all(s, "{type}", std::string(value_type(prm.dtype))));
+    }
+    for (size_t k = 0; k < params.size(); ++k)
+      params[k] = replace_all(params[k], "{index}", std::to_string(k));
+    return join(params);
+  }
+
+  // Declares every shared allocation of `s` here, at the entry's outermost scope, for
+  // dialects that allow them nowhere else; alloc then only binds the name.
+  void hoist_shared(const Stmt& s) {
+    if (!s)
+      return;
+    if (s->kind == StmtKind::Allocate && s->scope == MemScope::Shared) {
+      int64_t elems = 1;
+      for (int64_t d : s->shape)
+        elems *= d;
+      bool wide16 = s->dtype == DType::F16 || s->dtype == DType::BF16;
+      line(fmt::format("{}{} {}[{}];", d_.shared_qualifier,
+                       wide16 ? value_type(s->dtype) : storage_type(s->dtype),
+                       names_.buffer(s->buffer), std::max<int64_t>(elems, 1)));
+      hoisted_.insert(s.get());
+    }
+    for (const auto& b : s->body)
+      hoist_shared(b);
   }
 
   // ----- output
@@ -601,7 +642,7 @@ private:
     case MathFn::Abs:
       return fmt::format("fabs{}({})", sfx, args[0]);
     case MathFn::Round:
-      return fmt::format("nearbyint{}({})", sfx, args[0]);
+      return fmt::format("{}{}({})", d_.round_half_even, sfx, args[0]);
     default:
       return fmt::format("{}{}({})", math_fn_name(fn), sfx, join(args));
     }
@@ -930,8 +971,10 @@ private:
     const std::string& name = names_.buffer(s.buffer);
     int64_t bytes = elems * (wide16 ? 4 : dtype_bytes(s.dtype));
     bool shared = s.scope == MemScope::Shared && !d_.shared_qualifier.empty();
-    bool heap = bytes > 64 * 1024 && !shared;
-    if (shared) {
+    bool heap = bytes > 64 * 1024 && !shared && d_.heap_allocations;
+    if (hoisted_.count(&s)) {
+      // declared at the entry's top (hoist_shared)
+    } else if (shared) {
       // As in every dialect, 16-bit floats are held in their compute type (f32).
       line(fmt::format("{}{} {}[{}];", d_.shared_qualifier, t, name, elems));
     } else if (heap) {
@@ -1201,6 +1244,7 @@ private:
   std::set<std::string> bound_vars_;
   IntervalEnv env_;
   LaunchDims dims_;
+  std::set<const StmtNode*> hoisted_; // shared allocations declared at the entry's top
   bool multi_thread_ = false;
   std::string out_;
   int indent_ = 0;

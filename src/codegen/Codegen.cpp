@@ -21,7 +21,7 @@ GeneratedSource generate_source(const LoopProgram& p, const hcd::Hcd& hcd) {
   Diagnostic d;
   d.file = hcd.source;
   d.message = fmt::format("unknown dialect '{}' in HCD '{}'", hcd.dialect, hcd.name);
-  d.hint = "the dialects this build can print are: c, cuda, loopir";
+  d.hint = "the dialects this build can print are: c, cuda, opencl, loopir";
   throw UserError(d);
 }
 

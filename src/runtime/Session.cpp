@@ -4,6 +4,7 @@
 #include "ir/Diagnostic.h"
 #include "ir/Verifier.h"
 #include "runtime/Inputs.h"
+#include "runtime/LaunchLimits.h"
 #include "schedule/Lower.h"
 
 #include <fmt/core.h>
@@ -83,9 +84,16 @@ std::string Session::compile_options() const {
 
 Session::Built Session::build(const Kernel& k, const ShapeBindings& b,
                               const std::vector<std::string>& extra_flags) {
+  return build_program(lower_to_loops(k, b, device_.hcd()), extra_flags);
+}
+
+Session::Built Session::build_program(LoopProgram program,
+                                      const std::vector<std::string>& extra_flags) {
   Built out;
-  out.program = lower_to_loops(k, b, device_.hcd());
+  out.program = std::move(program);
   verify(out.program);
+  for (const LoopFunc& f : out.program.funcs)
+    check_launch_limits(out.program.kernel, f, launch_dims(f), device_.hcd());
   out.source = generate_source(out.program, device_.hcd());
   UT_INTERNAL_ASSERT(out.source.entries.size() == out.program.funcs.size(),
                      "codegen gave a different number of entries than funcs");
@@ -102,11 +110,20 @@ Session::Built Session::build(const Kernel& k, const ShapeBindings& b,
 }
 
 std::shared_ptr<const CompiledKernel> Session::compile(const Kernel& k, const ShapeBindings& b) {
-  Built built = build(k, b);
+  return load_built(build(k, b), k.name, b);
+}
+
+std::shared_ptr<const CompiledKernel> Session::compile_program(LoopProgram program) {
+  std::string name = program.kernel;
+  return load_built(build_program(std::move(program)), name, {});
+}
+
+std::shared_ptr<const CompiledKernel> Session::load_built(Built built, const std::string& kernel_name,
+                                                          const ShapeBindings& b) {
   if (auto it = compiled_.find(built.key); it != compiled_.end()) return it->second.kernel;
 
   auto ck = std::make_shared<CompiledKernel>();
-  ck->kernel_name = k.name;
+  ck->kernel_name = kernel_name;
   ck->bindings = b;
   ck->program = std::move(built.program);
   ck->source = std::move(built.source);

@@ -69,6 +69,12 @@ public:
   };
   Built build(const Kernel& k, const ShapeBindings& b,
               const std::vector<std::string>& extra_flags = {});
+  /// build for a Loop IR program as it is (hand-written or scheduled elsewhere). Every
+  /// func's launch must fit the HCD's limits (LaunchLimits.h); build checks the same.
+  Built build_program(LoopProgram program, const std::vector<std::string>& extra_flags = {});
+
+  /// Compile and load a Loop IR program as it is, like compile.
+  std::shared_ptr<const CompiledKernel> compile_program(LoopProgram program);
 
   /// Run every func in order on `inputs` (every Input buffer, with the declared dtype
   /// and concrete shape) and `params` (every runtime param). With `repeat` > 0 the
@@ -80,6 +86,9 @@ public:
   std::string compile_options() const;
 
 private:
+  std::shared_ptr<const CompiledKernel> load_built(Built built, const std::string& kernel_name,
+                                                   const ShapeBindings& b);
+
   Device device_;
   std::shared_ptr<KernelCache> cache_;
   struct Compiled {

@@ -1,6 +1,7 @@
 # lit configuration: IR text tests. Each .ut/.loop file has RUN: lines; FileCheck checks
 # the printed output. Tools come from the build tree (lit.site.cfg.py sets the paths).
 import os
+import subprocess
 import sys
 import lit.formats
 
@@ -73,3 +74,37 @@ def _device_features():
 
 
 config.available_features.update(_device_features())
+
+# %devices: the devices every differential test runs on, as one `--device a,b` list: those
+# of DIFF_DEVICES that `unitile devices` reports as available here. A new device joins
+# every differential test by one entry below. UNITILE_TEST_DEVICES=cpu,opencl overrides.
+DIFF_DEVICES = [
+    "cpu",
+    "opencl",
+]
+
+
+def available_devices():
+    env = dict(os.environ, UNITILE_CACHE_DIR=config.environment["UNITILE_CACHE_DIR"])
+    out = subprocess.run([os.path.join(config.unitile_bin_dir, "unitile"), "devices"],
+                         capture_output=True, text=True, env=env, check=True).stdout.splitlines()
+    found, name = [], None
+    for line in out:
+        if not line.startswith(" "):
+            name = line.split()[0]
+            found.append(name)
+        elif name in found and line.strip().startswith("unavailable:"):
+            found.remove(name)
+    return found
+
+
+if os.environ.get("UNITILE_TEST_DEVICES"):
+    test_devices = os.environ["UNITILE_TEST_DEVICES"].split(",")
+else:
+    available = available_devices()
+    test_devices = [d for d in DIFF_DEVICES if d in available]
+    missing = [d for d in DIFF_DEVICES if d not in available]
+    if missing:
+        lit_config.note("differential tests skip unavailable devices: " + ", ".join(missing))
+lit_config.note("differential tests run on: " + ",".join(test_devices))
+config.substitutions.append(("%devices", ",".join(test_devices)))

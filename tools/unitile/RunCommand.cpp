@@ -4,6 +4,7 @@
 
 #include "backends/sim/ChipReport.h"
 #include "ir/Diagnostic.h"
+#include "ir/Parser.h"
 #include "runtime/Inputs.h"
 #include "runtime/KernelCache.h"
 #include "runtime/Npy.h"
@@ -48,11 +49,80 @@ struct RunOptions {
   std::string report_json;
 };
 
+// `--device a,b`: the device names, in order.
+std::vector<std::string> device_list(const std::string& devices) {
+  std::vector<std::string> names;
+  for (size_t at = 0; at <= devices.size();) {
+    size_t comma = std::min(devices.find(',', at), devices.size());
+    std::string name = devices.substr(at, comma - at);
+    if (name.empty())
+      throw UserError(fmt::format("error: --device '{}' has an empty device name", devices));
+    names.push_back(name);
+    at = comma + 1;
+  }
+  return names;
+}
+
+void print_timing(const RunResult& result) {
+  if (result.timing)
+    std::cout << fmt::format("timing: runs={} median_ms={:.6g} min_ms={:.6g}\n",
+                             result.timing->samples_ms.size(), result.timing->median_ms,
+                             result.timing->min_ms);
+}
+
+// A Loop IR program (FILE.loop) runs as written, on random inputs: how hand-scheduled
+// programs (shared-memory staging, thread blocks) are run and checked on every device.
+int run_loop_program(const CommonOptions& co, const RunOptions& ro) {
+  if (!co.kernel.empty() || !co.shapes.empty() || !ro.inputs.empty() || !ro.params.empty() ||
+      !ro.output_dir.empty() || ro.report || !ro.report_json.empty())
+    throw UserError("error: a .loop program runs as written on random inputs: --kernel, --shape, "
+                    "--input, --param, --output-dir and --report do not apply");
+  LoopProgram program = parse_loop_program(read_source_file(co.file));
+  if (!program.params.empty())
+    throw UserError(fmt::format("error: {}: programs with runtime params cannot run from a .loop "
+                                "file yet",
+                                co.file));
+  std::map<std::string, Tensor> inputs;
+  std::vector<std::string> order;
+  int64_t longest = 1;
+  uint64_t stream = 0;
+  for (const LoopBuffer& b : program.buffers) {
+    for (int64_t d : b.shape)
+      longest = std::max(longest, d);
+    if (b.role == TensorRole::Input)
+      inputs.emplace(b.name, random_tensor(b.dtype, b.shape, ro.seed, ++stream));
+    if (b.role == TensorRole::Output)
+      order.push_back(b.name);
+  }
+  auto cache = std::make_shared<KernelCache>(KernelCache::default_dir());
+  std::optional<RunResult> ref;
+  if (ro.check) {
+    Session sim(open_device("sim"), cache);
+    ref = sim.run(*sim.compile_program(program), inputs, {}, 0);
+  }
+  const std::vector<std::string> names = device_list(co.device);
+  bool all_ok = true;
+  for (const std::string& name : names) {
+    Session session(open_device(name, device_options(co)), cache);
+    if (names.size() > 1)
+      std::cout << "device " << name << "\n";
+    RunResult result = session.run(*session.compile_program(program), inputs, {}, ro.repeat);
+    if (ref) {
+      // The longest dimension bounds every reduction a hand-written program can hold.
+      const CheckReport report = compare_outputs(order, result.outputs, ref->outputs, longest);
+      std::cout << report.message() << "\n";
+      all_ok &= report.ok();
+    }
+    print_timing(result);
+  }
+  return all_ok ? 0 : 1;
+}
+
 // The chip model of the sim device (src/backends/sim/ChipModel.h) run on the Loop IR
 // the device was given, under the device's HCD, with the same inputs and params.
 sim::KernelReport model_kernel(const Session& session, const CompiledKernel& ck,
-                               const std::map<std::string, Tensor>& inputs, const ParamValues& params,
-                               bool warm) {
+                               const std::map<std::string, Tensor>& inputs,
+                               const ParamValues& params, bool warm) {
   std::vector<std::vector<char>> storage;
   std::vector<sim::BufferArg> buffers;
   for (const LoopBuffer& b : ck.program.buffers) {
@@ -74,6 +144,8 @@ sim::KernelReport model_kernel(const Session& session, const CompiledKernel& ck,
 }
 
 int run_command(const CommonOptions& co, const RunOptions& ro) {
+  if (co.file.ends_with(".loop"))
+    return run_loop_program(co, ro);
   const Module m = load_module(co.file);
   const std::vector<const Kernel*> kernels = select_kernels(m, co.kernel, co.file);
   const ShapeBindings shapes = shape_bindings(co, kernels);
@@ -110,8 +182,17 @@ int run_command(const CommonOptions& co, const RunOptions& ro) {
   if (ro.repeat < 0)
     throw UserError("error: --repeat must be at least 0");
 
+  // `--device a,b` runs (and checks, and times) every kernel on each device in turn.
+  const std::vector<std::string> device_names = device_list(co.device);
+  const bool several = device_names.size() > 1;
+  if (several && !co.device_plugin.empty())
+    throw UserError("error: --device-plugin loads one device; --device must then name one");
+  if (several && !ro.output_dir.empty())
+    throw UserError("error: --output-dir writes one device's outputs; --device must then name one");
   auto cache = std::make_shared<KernelCache>(KernelCache::default_dir());
-  Session session(open_device(co.device, device_options(co)), cache);
+  std::vector<Session> sessions;
+  for (const std::string& name : device_names)
+    sessions.emplace_back(open_device(name, device_options(co)), cache);
   std::optional<Session> reference;
   if (ro.check)
     reference.emplace(open_device("sim"), cache);
@@ -153,55 +234,59 @@ int run_command(const CommonOptions& co, const RunOptions& ro) {
     const ShapeBindings b = bind_shapes(*k, loaded_shapes, given);
     const std::map<std::string, Tensor> inputs = complete_inputs(*k, b, std::move(loaded), ro.seed);
 
-    auto compiled = session.compile(*k, b);
-    RunResult result = session.run(*compiled, inputs, params, ro.repeat);
-
     std::vector<std::string> order;
     for (const TensorDecl* out : k->outputs())
       order.push_back(out->name);
-    if (!ro.output_dir.empty()) {
-      std::error_code ec;
-      std::filesystem::create_directories(ro.output_dir, ec);
-      if (ec)
-        throw UserError(fmt::format("error: --output-dir {}: {}", ro.output_dir, ec.message()));
-      for (const std::string& name : order) {
-        const std::string path = (std::filesystem::path(ro.output_dir) / (name + ".npy")).string();
-        write_npy(path, result.outputs.at(name));
-        std::cout << fmt::format("output: {} {}{} -> {}\n", name,
-                                 dtype_name(result.outputs.at(name).dtype),
-                                 shape_string(result.outputs.at(name).shape), path);
+    std::optional<RunResult> ref;
+    for (Session& session : sessions) {
+      if (several)
+        std::cout << "device " << session.device().name() << "\n";
+      auto compiled = session.compile(*k, b);
+      RunResult result = session.run(*compiled, inputs, params, ro.repeat);
+      if (!ro.output_dir.empty()) {
+        std::error_code ec;
+        std::filesystem::create_directories(ro.output_dir, ec);
+        if (ec)
+          throw UserError(fmt::format("error: --output-dir {}: {}", ro.output_dir, ec.message()));
+        for (const std::string& name : order) {
+          const std::string path =
+              (std::filesystem::path(ro.output_dir) / (name + ".npy")).string();
+          write_npy(path, result.outputs.at(name));
+          std::cout << fmt::format("output: {} {}{} -> {}\n", name,
+                                   dtype_name(result.outputs.at(name).dtype),
+                                   shape_string(result.outputs.at(name).shape), path);
+        }
       }
+      if (reference) {
+        if (!ref)
+          ref = reference->run(*reference->compile(*k, b), inputs, params, 0);
+        const CheckReport report =
+            compare_outputs(order, result.outputs, ref->outputs, longest_reduction_extent(*k, b));
+        std::cout << report.message() << "\n";
+        all_ok &= report.ok();
+      }
+      print_timing(result);
+      if (ro.report || !ro.report_json.empty()) {
+        const sim::KernelReport rep =
+            model_kernel(session, *compiled, inputs, params, ro.report_warm);
+        if (ro.report)
+          std::cout << sim::format_report(rep);
+        nlohmann::json j = sim::report_json(rep);
+        j["shapes"] = b;
+        j["device"] = session.device().name();
+        if (result.timing)
+          j["measured_median_s"] = result.timing->median_ms * 1e-3;
+        json_reports.push_back(std::move(j));
+      }
+      std::cout.flush();
     }
-    if (reference) {
-      auto ref_compiled = reference->compile(*k, b);
-      RunResult ref = reference->run(*ref_compiled, inputs, params, 0);
-      const CheckReport report =
-          compare_outputs(order, result.outputs, ref.outputs, longest_reduction_extent(*k, b));
-      std::cout << report.message() << "\n";
-      all_ok &= report.ok();
-    }
-    if (result.timing) {
-      std::cout << fmt::format("timing: runs={} median_ms={:.6g} min_ms={:.6g}\n",
-                               result.timing->samples_ms.size(), result.timing->median_ms,
-                               result.timing->min_ms);
-    }
-    if (ro.report || !ro.report_json.empty()) {
-      const sim::KernelReport rep = model_kernel(session, *compiled, inputs, params, ro.report_warm);
-      if (ro.report)
-        std::cout << sim::format_report(rep);
-      nlohmann::json j = sim::report_json(rep);
-      j["shapes"] = b;
-      if (result.timing)
-        j["measured_median_s"] = result.timing->median_ms * 1e-3;
-      json_reports.push_back(std::move(j));
-    }
-    std::cout.flush();
   }
   if (!ro.report_json.empty()) {
     std::ofstream out(ro.report_json);
     out << nlohmann::json{{"device", co.device}, {"kernels", json_reports}}.dump(2) << "\n";
     if (!out)
-      throw UserError(fmt::format("error: --report-json {}: cannot write the file", ro.report_json));
+      throw UserError(
+          fmt::format("error: --report-json {}: cannot write the file", ro.report_json));
   }
   return all_ok ? 0 : 1;
 }
@@ -210,6 +295,9 @@ CommandAction setup_run(CLI::App& cmd) {
   auto co = std::make_shared<CommonOptions>();
   auto ro = std::make_shared<RunOptions>();
   add_common(&cmd, *co);
+  cmd.get_option("--device")
+      ->description(
+          "device name, as `unitile devices` lists them; a list (cpu,opencl) runs on each in turn");
   cmd.add_option("--param", ro->params, "param values NAME=VALUE; may repeat")
       ->allow_extra_args(false);
   cmd.add_option("--input", ro->inputs, "read input NAME from a .npy file: NAME=PATH; may repeat")

@@ -1,0 +1,69 @@
+#!/usr/bin/env python3
+"""OpenCL (PoCL) against cpu on the same kernels: each kernel runs with
+`unitile run --device cpu,opencl --repeat R` ROUNDS times; the median of each round's
+device-timed medians is reported, with speed ratio = cpu time / opencl time (>= 1 means
+opencl is as fast or faster). Prints a Markdown table for docs/PERFORMANCE.md.
+
+    bench/opencl_parity.py [--unitile build/bin/unitile] [--rounds 5] [--repeat 20]
+"""
+import argparse
+import os
+import re
+import statistics
+import subprocess
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# name, file, kernel, shapes, extra args, sed substitutions for the dtype templates
+KERNELS = [
+    ("matmul 256", "examples/design.ut", "MatrixMul", "M=256,K=256,N=256", [], None),
+    ("matmul 512", "examples/design.ut", "MatrixMul", "M=512,K=512,N=512", [], None),
+    ("softmax 1024x1024", "examples/design.ut", "Softmax", "N=1024,D=1024", [], None),
+    ("layernorm 1024x1024", "tests/lit/diff/layernorm.ut", "LayerNorm", "N=1024,D=1024",
+     ["--param", "eps=1e-5"], {"DTYPE": "f32", "ACC": "f32"}),
+    ("attention 256x64", "examples/attention.ut", "Attention", "N=256,D=64", [], None),
+    ("elementwise chain 1024x1024", "tests/lit/diff/elementwise-broadcast.ut", "BroadcastChain",
+     "M=1024,N=1024", [], {"DTYPE": "f32"}),
+]
+
+
+def source(path, subst, tmp):
+    if not subst:
+        return os.path.join(ROOT, path)
+    text = open(os.path.join(ROOT, path)).read()
+    for k, v in subst.items():
+        text = text.replace(k, v)
+    out = os.path.join(tmp, os.path.basename(path))
+    open(out, "w").write(text)
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--unitile", default=os.path.join(ROOT, "build", "bin", "unitile"))
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--repeat", type=int, default=20)
+    args = ap.parse_args()
+    tmp = os.environ.get("TMPDIR", "/tmp")
+    print("| kernel | cpu median ms | opencl median ms | opencl speed vs cpu |")
+    print("|---|---|---|---|")
+    for name, path, kernel, shapes, extra, subst in KERNELS:
+        f = source(path, subst, tmp)
+        times = {"cpu": [], "opencl": []}
+        for _ in range(args.rounds):
+            out = subprocess.run([args.unitile, "run", f, "--kernel", kernel, "--device", "cpu,opencl",
+                                  "--shape", shapes, "--repeat", str(args.repeat)] + extra,
+                                 capture_output=True, text=True, check=True).stdout
+            device = None
+            for line in out.splitlines():
+                if line.startswith("device "):
+                    device = line.split()[1]
+                m = re.match(r"timing: runs=\d+ median_ms=([0-9.e+-]+)", line)
+                if m:
+                    times[device].append(float(m.group(1)))
+        cpu, ocl = statistics.median(times["cpu"]), statistics.median(times["opencl"])
+        print(f"| {name} | {cpu:.4g} | {ocl:.4g} | {cpu / ocl:.2f}x |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
