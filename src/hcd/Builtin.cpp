@@ -32,7 +32,7 @@ Hcd builtin(const std::string& name) {
     if (f.name != name) continue;
     // Diagnostics name the file as it sits in the source tree; a broken built-in file
     // is caught by the unit tests, but the message should still lead to it.
-    Hcd h = load_string(std::string(f.text), "src/hcd/devices/" + name + ".toml");
+    Hcd h = load_string(std::string(f.text), std::string(f.path));
     h.source = "builtin:" + name;
     return h;
   }

@@ -28,8 +28,9 @@ constexpr const char* kBenchFooter =
     "take at the STREAM-triad bandwidth measured in the same run, so ratio is the fraction of\n"
     "triad bandwidth. compile-cold/compile-hit compare with issue 3's targets (1 s, 5 ms).\n"
     "Baselines are loaded from $UNITILE_BASELINE_DIR (default: lib/unitile/baselines beside\n"
-    "bin/); a missing one is reported as unavailable. Exit status: 0 every case ran or was\n"
-    "unavailable or skipped, 1 a wrong result or a bad option, 2 an internal error.\n";
+    "bin/); a missing one is reported as unavailable. OMP_WAIT_POLICY defaults to passive.\n"
+    "Exit status: 0 every case ran, was unavailable or was skipped; 1 a wrong result or a bad\n"
+    "option; 2 an internal error.\n";
 
 struct BenchArgs {
   std::vector<std::string> ops, shapes;
@@ -120,6 +121,12 @@ int bench_command(const BenchArgs& a) {
     json_file.open(a.json);
     if (!json_file) throw UserError(fmt::format("error: --json {}: cannot write the file", a.json));
   }
+
+  // Idle OpenMP threads (the loops, oneDNN, the attention baseline's softmax) sleep at
+  // once instead of spinning, so they do not steal the cores from OpenBLAS's threads
+  // inside one baseline call. libgomp reads this when the first baseline is dlopened.
+  if (!std::getenv("OMP_WAIT_POLICY")) setenv("OMP_WAIT_POLICY", "passive", 1);
+  std::cerr << fmt::format("bench: OMP_WAIT_POLICY={}\n", std::getenv("OMP_WAIT_POLICY"));
 
   std::vector<bench::BenchRecord> records;
   for (int t : threads) {

@@ -274,6 +274,7 @@ int run_command(const CommonOptions& co, const RunOptions& ro) {
         nlohmann::json j = sim::report_json(rep);
         j["shapes"] = b;
         j["device"] = session.device().name();
+        j["hcd"] = rep.device; // the chip modelled
         if (result.timing)
           j["measured_median_s"] = result.timing->median_ms * 1e-3;
         json_reports.push_back(std::move(j));
