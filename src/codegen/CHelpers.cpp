@@ -258,7 +258,8 @@ std::string CHelperSet::need_vector(DType elem, int lanes) {
 }
 
 // Helper `name`'s definition in dialect `d`.
-static std::string helper_text(const CDialect& d, const std::string& name, const std::string& generic) {
+static std::string helper_text(const CDialect& d, const std::string& name,
+                               const std::string& generic) {
   for (const auto& [n, text] : d.helper_overrides)
     if (n == name)
       return std::string(text);

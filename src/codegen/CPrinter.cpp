@@ -58,8 +58,8 @@ std::string sanitize(const std::string& ir_name, const CDialect& d) {
   std::string s = identifier_chars(ir_name);
   if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0])))
     s = "v_" + s;
-  bool dialect_word = std::find(d.reserved_identifiers.begin(), d.reserved_identifiers.end(),
-                                s) != d.reserved_identifiers.end();
+  bool dialect_word = std::find(d.reserved_identifiers.begin(), d.reserved_identifiers.end(), s) !=
+                      d.reserved_identifiers.end();
   if (reserved_identifiers().count(s) || dialect_word || s.rfind("ut_", 0) == 0 ||
       s.rfind("UT_", 0) == 0 || s.rfind("__", 0) == 0)
     s += '_';
@@ -1068,6 +1068,10 @@ private:
     const std::string& v = names_.var(s.var);
     int64_t ext = 0;
     bool single = const_int(s.extent, &ext) && ext == 1;
+    if (is_thread(s.for_kind) && hardware_threads()) {
+      thread_loop(s, tail);
+      return;
+    }
     if (is_grid(s.for_kind) || (is_thread(s.for_kind) && single)) {
       // One iteration per block (grid) or per one-thread block: a binding, not a loop.
       scoped(tail, [&] {
@@ -1088,10 +1092,6 @@ private:
         stmt(s.body[0], true);
         unbind_var(s.var, saved);
       });
-      return;
-    }
-    if (is_thread(s.for_kind) && hardware_threads()) {
-      thread_loop(s, tail);
       return;
     }
     if (s.for_kind == ForKind::Vectorized && d_.gcc_vector_extensions && vector_loop(s))
@@ -1130,12 +1130,14 @@ private:
 
   // A thread loop on hardware threads. When its extent is the block's along its axis,
   // each thread runs one iteration: a binding. Otherwise the block's threads stride
-  // through the iterations, which is only correct without barriers inside (threads
-  // would reach them different numbers of times).
+  // through the iterations (a one-iteration loop in a wider block runs on thread 0
+  // only), which is only correct without barriers inside (threads would reach them
+  // different numbers of times).
   void thread_loop(const StmtNode& s, bool tail) {
     int axis = static_cast<int>(s.for_kind) - static_cast<int>(ForKind::ThreadX);
     int64_t ext = 0;
-    UT_INTERNAL_ASSERT(const_int(s.extent, &ext), "thread loop '" + s.var + "' needs a constant extent");
+    UT_INTERNAL_ASSERT(const_int(s.extent, &ext),
+                       "thread loop '" + s.var + "' needs a constant extent");
     const std::string& v = names_.var(s.var);
     std::string idx = fmt::format("(int64_t){}", d_.thread_index[axis]);
     int64_t mn = 0;
@@ -1159,7 +1161,8 @@ private:
           "along thread.{}, and its body holds a barrier that not every thread would reach",
           prog_.kernel, s.var, ext, dims_.block[axis], "xyz"[axis]));
     std::string lo = strip_parens(expr(s.min)), end = names_.fresh("end");
-    std::string hi = zero_min ? int_literal(ext, true) : fmt::format("{} + {}", lo, int_literal(ext, true));
+    std::string hi =
+        zero_min ? int_literal(ext, true) : fmt::format("{} + {}", lo, int_literal(ext, true));
     Saved saved = bind_var(s.var, range);
     line(fmt::format("for (int64_t {0} = {1}{2}, {3} = {4}; {0} < {3}; {0} += {5}) {{", v,
                      zero_min ? "" : lo + " + ", idx, end, hi, d_.block_extent[axis]));

@@ -1,6 +1,8 @@
 // Loop IR statement factories, names and launch geometry.
 #include "ir/Loop.h"
 
+#include <algorithm>
+
 namespace unitile {
 
 namespace {
@@ -130,26 +132,46 @@ uint32_t const_extent(const StmtNode& f) {
 }
 } // namespace
 
+// Threads per block along each axis: thread loops of the block level, reached through
+// Lets, Allocates and Blocks; nested ones multiply (one axis each), siblings on the same
+// axis take the larger extent (the block must hold each of them).
+void block_extents(const StmtNode* s, std::array<uint32_t, 3>& block) {
+  if (!s) return;
+  switch (s->kind) {
+  case StmtKind::Let:
+  case StmtKind::Allocate:
+    block_extents(s->body[0].get(), block);
+    return;
+  case StmtKind::Block:
+    for (const auto& b : s->body) block_extents(b.get(), block);
+    return;
+  case StmtKind::For:
+    if (int t = thread_axis(s->for_kind); t >= 0) {
+      block[t] = std::max(block[t], const_extent(*s));
+      block_extents(s->body[0].get(), block);
+    }
+    return;
+  default:
+    return;
+  }
+}
+
 LaunchDims launch_dims(const LoopFunc& f) {
   LaunchDims d;
   const StmtNode* s = f.body.get();
-  // Outermost grid loops (possibly under lets), then thread loops directly inside them
-  // (possibly under lets and block-level allocations, such as a shared tile).
+  // Outermost grid loops (possibly under lets), then the thread loops inside them.
   while (s) {
-    if (s->kind == StmtKind::Let || s->kind == StmtKind::Allocate) {
+    if (s->kind == StmtKind::Let) {
       s = s->body[0].get();
       continue;
     }
     if (s->kind != StmtKind::For) break;
-    int g = grid_axis(s->for_kind), t = thread_axis(s->for_kind);
-    if (g >= 0)
-      d.grid[g] = const_extent(*s);
-    else if (t >= 0)
-      d.block[t] = const_extent(*s);
-    else
-      break;
+    int g = grid_axis(s->for_kind);
+    if (g < 0) break;
+    d.grid[g] = const_extent(*s);
     s = s->body[0].get();
   }
+  block_extents(s, d.block);
   return d;
 }
 

@@ -87,8 +87,9 @@ struct LoopProgram {
 };
 
 /// Launch geometry of a func: the product of its outermost Grid* loops (blocks) and of
-/// the Thread* loops directly inside them (threads per block; Lets and Allocates may
-/// come between). Extents must be constant.
+/// the Thread* loops inside them at block level (threads per block; Lets, Allocates
+/// and Blocks may come between; sibling thread loops on one axis take the larger
+/// extent). Extents must be constant.
 struct LaunchDims {
   std::array<uint32_t, 3> grid{1, 1, 1};
   std::array<uint32_t, 3> block{1, 1, 1};

@@ -261,7 +261,11 @@ kernel MatMulF64 {
   for (const auto& [kernel, pattern] :
        {std::pair{0, GetParam().vector_f32}, std::pair{1, GetParam().vector_f64}}) {
     auto ck = session.compile(m.kernels[kernel], {{"M", 8}, {"K", 8}, {"N", 64}});
-    const std::string src = dir + "/cross-vector.c", asm_path = dir + "/cross-vector.s";
+    // Named per device and process: ctest runs the instances (and other checkouts their
+    // own suites) in parallel in the same temporary directory.
+    const std::string stem = dir + "/cross-vector-" + GetParam().device + "-" +
+                             std::to_string(::getpid()),
+                      src = stem + ".c", asm_path = stem + ".s";
     std::ofstream(src) << ck->source.code;
     const std::string command =
         session.compile_options() + " -fPIC -S -o " + asm_path + " " + src + " 2>&1";

@@ -230,6 +230,9 @@ TEST_F(CudaCompile, StagedTileUsesSharedMemoryAndBarriers) {
   std::string options = session_->compile_options();
   std::vector<uint8_t> cubin = session_->device().compile(src.code, options);
   EXPECT_EQ(cubin_sm(cubin), 90);
+  // The cubin reserves the tile in the entry's shared-memory section.
+  std::string image(cubin.begin(), cubin.end());
+  EXPECT_THAT(image, HasSubstr(".nv.shared.ut_entry_ReverseRows_0"));
   std::string flags;
   for (const std::string& f : h.assembly_flags)
     flags += " " + f;

@@ -72,7 +72,8 @@ TEST(CudaDialect, ParamsAreReadFromTheArgumentArray) {
 }
 
 TEST(CudaDialect, ThreadLoopNarrowerThanTheBlockStrides) {
-  // The block has 32 threads (the first thread loop); the second loop has 100 iterations.
+  // Sibling thread loops: the block holds the wider (100 threads); the narrower one
+  // strides by blockDim, so only its 32 iterations run.
   std::string s = cuda(one_func("buffer Y: f32[2, 100] output", R"(
     for b in 0..2 grid.x {
       for t in 0..32 thread.x {
@@ -82,8 +83,24 @@ TEST(CudaDialect, ThreadLoopNarrowerThanTheBlockStrides) {
         Y[b, u] = 2.0
       }
     })"));
-  EXPECT_THAT(s, HasSubstr("u < ut_end"));
-  EXPECT_THAT(s, HasSubstr("u += blockDim.x"));
+  EXPECT_THAT(s, HasSubstr("__launch_bounds__(100)"));
+  EXPECT_THAT(s, HasSubstr("for (int64_t t = (int64_t)threadIdx.x, ut_end0 = 32; t < ut_end0; "
+                           "t += blockDim.x) {"));
+  EXPECT_THAT(s, HasSubstr("const int64_t u = (int64_t)threadIdx.x;"));
+}
+
+TEST(CudaDialect, OneIterationThreadLoopInAWideBlockRunsOnce) {
+  std::string s = cuda(one_func("buffer Y: f32[33] output", R"(
+    for b in 0..1 grid.x {
+      for t in 0..32 thread.x {
+        Y[t] = 1.0
+      }
+      for u in 0..1 thread.x {
+        Y[32] = 2.0
+      }
+    })"));
+  EXPECT_THAT(s, HasSubstr("for (int64_t u = (int64_t)threadIdx.x, ut_end"));
+  EXPECT_THAT(s, HasSubstr(" = 1; u < ut_end"));
 }
 
 TEST(CudaDialect, IrNamesThatAreCudaWordsAreRenamed) {
@@ -159,14 +176,15 @@ TEST(CudaDialect, BarrierInAStridedThreadLoopIsAUserError) {
   expect_user_error(one_func("buffer Y: f32[100] output", R"(
     for b in 0..1 grid.x {
       for t in 0..32 thread.x {
+        barrier
         Y[t] = 1.0
       }
       for u in 0..100 thread.x {
-        barrier
         Y[u] = 2.0
       }
     })"),
-                    "holds a barrier that not every thread would reach");
+                    "thread loop 't' has 32 iterations but the block has 100 threads along "
+                    "thread.x, and its body holds a barrier");
 }
 
 TEST(CudaDialect, TheCDialectCannotRunTheSameBarrier) {
