@@ -69,18 +69,18 @@ int compile_command(const CompileOptions& o) {
     }
     const ShapeBindings b = bind_shapes(*k, {}, given);
     // Build without loading: printing code needs the device's compiler, not the device.
-    const Session::Built built =
-        session.build(*k, b, assembly ? h.assembly_flags : std::vector<std::string>{});
+    const Session::Built built = session.build(*k, b, assembly ? h.assembly_flags : std::vector<std::string>{});
     if (o.explain) {
       print_explanation(k->name, built);
       continue;
     }
-    std::cout << fmt::format("// unitile compile: kernel {} for device {} ({}), shapes {}; unbound "
-                             "symbols default to 64\n",
-                             k->name, session.device().name(),
-                             assembly ? o.emit : "dialect " + built.source.dialect, join(listed));
-    std::string text =
-        assembly ? std::string(built.binary->begin(), built.binary->end()) : built.source.code;
+    std::cout << fmt::format(
+        "// unitile compile: kernel {} for device {} ({}), shapes {}; unbound "
+        "symbols default to 64\n",
+        k->name, session.device().name(),
+        assembly ? o.emit : "dialect " + built.source.dialect, join(listed));
+    std::string text = assembly ? std::string(built.binary->begin(), built.binary->end())
+                                : built.source.code;
     std::cout << text;
     if (!text.empty() && text.back() != '\n')
       std::cout << "\n";
