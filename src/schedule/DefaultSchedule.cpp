@@ -61,7 +61,7 @@ bool reads_allow_vectorizing(const std::vector<Expr>& reads, const std::string& 
 } // namespace
 
 NestPlan plan_nest(const Comprehension& c, const Expr& store, const Expr& value, DType out,
-                   const LoopExtents& loops, const hcd::Hcd& hcd) {
+                   const LoopExtents& loops, const hcd::Hcd& hcd, bool output_row_innermost) {
   NestPlan plan;
   const std::vector<std::string>& spatial = c.indices;
   const std::vector<Expr> reads = reads_of(value);
@@ -78,6 +78,9 @@ NestPlan plan_nest(const Comprehension& c, const Expr& store, const Expr& value,
     std::vector<Expr> accesses = reads;
     accesses.push_back(store);
     inner = choose_innermost(c, accesses, loops);
+    if (output_row_innermost && !spatial.empty() && unit_stride_in(store, spatial.back()) &&
+        reads_allow_vectorizing(reads, spatial.back()))
+      inner = spatial.back();
     if (!inner.empty() && is_spatial(inner) && compute_type(out) == out) {
       plan.accumulate = AccumulateIn::Output;
       for (const std::string& v : spatial)

@@ -56,7 +56,11 @@ struct NestPlan {
 /// Choose the nest for comprehension `c` writing `store` (the output access over its
 /// left-hand variables) with element value `value` (both specialised). `out` is the
 /// output's dtype; `loops` holds the extent of every index variable of `c`.
+/// `output_row_innermost`: for a reduction, make the output's last index innermost
+/// whenever the store and every read that moves with it are unit-stride in it (the
+/// update nest a schedule will tile: i, k, j for a matmul, even when A is the largest
+/// operand and would otherwise pull k innermost).
 NestPlan plan_nest(const Comprehension& c, const Expr& store, const Expr& value, DType out,
-                   const LoopExtents& loops, const hcd::Hcd& hcd);
+                   const LoopExtents& loops, const hcd::Hcd& hcd, bool output_row_innermost = false);
 
 } // namespace unitile

@@ -224,7 +224,7 @@ Lowered lower_comprehension(const Kernel& k, const Comprehension& original, cons
   check_index_divisors(k.name, value);
   check_access_bounds(k.name, out_access, value, shapes, loops);
 
-  const NestPlan plan = plan_nest(c, out_access, value, out->dtype, loops, hcd);
+  const NestPlan plan = plan_nest(c, out_access, value, out->dtype, loops, hcd, options.separate_init);
   const NestBuilder nest{plan, loops};
   auto store_out = [&](Expr v) { return store(c.output, out_index, std::move(v)); };
 
