@@ -37,6 +37,8 @@ struct Row {
   // gradient (comparisons, rounding, logic).
   const char* grad_a = "";
   const char* grad_b = "";
+  // The expression for float operands when it differs (`%` is for integers only).
+  const char* float_expr = "";
 };
 
 std::string replace_all(std::string s, const std::string& from, const std::string& to) {
@@ -103,7 +105,9 @@ void emit_forward(OpContext& ctx, const Row& row) {
   const DType out = row.yields == Yields::Bool ? DType::Bool : ctx.in(ports[0]).dtype;
   const std::string y = row.arity == 1 ? "Y" : "C";
   ctx.output(y, out, shape);
-  ctx.stmt(access(y, index_names(rank)) + " = " + instantiate_expr(ctx, row.expr, operands));
+  const bool floats = is_float(ctx.in(ports[0]).dtype);
+  const char* expr = floats && *row.float_expr ? row.float_expr : row.expr;
+  ctx.stmt(access(y, index_names(rank)) + " = " + instantiate_expr(ctx, expr, operands));
 }
 
 // where(Cond, A, B): the condition is bool, the branches any same dtype.
@@ -285,7 +289,8 @@ std::vector<Row> rows() {
        "-$g * $a / ($b * $b)"},
       {"pow", 2, "pow($a, $b)", F, S, "a^b", {}, "$g * $b * pow($a, $b - 1)",
        "$g * pow($a, $b) * log($a)"},
-      {"mod", 2, "$a % $b", N, S, "remainder with the divisor's sign (Python's %)"},
+      {"mod", 2, "$a % $b", N, S, "remainder with the divisor's sign (Python's %)", {}, "", "",
+       "$a - floor($a / $b) * $b"},
       {"fmod", 2, "$a - trunc($a / $b) * $b", F, S, "remainder with the dividend's sign (C fmod)"},
       {"max", 2, "max($a, $b)", N, S, "elementwise maximum", {}, "$a >= $b ? $g : 0",
        "$a >= $b ? 0 : $g"},

@@ -158,6 +158,120 @@ void emit_cumsum(OpContext& ctx) {
   ctx.stmt(access("Y", index_names(rank)) + " += " + cond + " ? " + access("X", in) + " : 0");
 }
 
+
+// The gradient of a reduction over `axes`: dY has the reduced shape (keepdims or not)
+// and is read back at every input element, at 0 on kept axes, without the index on
+// dropped ones.
+std::string dy_access(const OpContext& ctx, const ReduceShape& r) {
+  const TensorSpec& dy = ctx.in("dY");
+  if (dy.shape != r.out_shape)
+    ctx.fail("dY has shape {} but reducing X {} gives {}", shape_text(dy.shape),
+             shape_text(ctx.in("X").shape), shape_text(r.out_shape));
+  std::vector<std::string> idx;
+  for (size_t d = 0; d < r.lhs.size(); ++d)
+    idx.push_back(r.lhs[d][0] == 'z' ? "0" : r.lhs[d]);
+  return access("dY", idx);
+}
+
+void emit_reduce_grad(OpContext& ctx, Reduce kind) {
+  ctx.require_float("X");
+  ctx.require_same_dtype({"X", "dY"});
+  const TensorSpec& x = ctx.in("X");
+  const ReduceShape r = reduce_shape(ctx, ctx.attr_ints("axes"), ctx.attr_bool("keepdims"));
+  const std::string g = dy_access(ctx, r);
+  ctx.input("X");
+  ctx.input("dY");
+  ctx.output("dX", x.dtype, x.shape);
+  const std::string X = access("X", r.all), dX = access("dX", r.all);
+  const std::string n = float_literal(static_cast<double>(r.count));
+  // Locals of the reduced shape hold what the gradient needs of the forward result.
+  auto acc = [&](const std::string& name) {
+    ctx.local(name, compute_type(x.dtype), r.out_shape);
+    return access(name, r.lhs);
+  };
+  auto at = [&](const std::string& name) { // a local read back at every input element
+    std::vector<std::string> idx;
+    for (const std::string& v : r.lhs)
+      idx.push_back(v[0] == 'z' ? "0" : v);
+    return access(name, idx);
+  };
+  switch (kind) {
+  case Reduce::Sum: ctx.stmt(dX + " = " + g); break;
+  case Reduce::Mean: ctx.stmt(dX + " = " + g + " / " + n); break;
+  case Reduce::SumSquare: ctx.stmt(dX + " = 2 * " + X + " * " + g); break;
+  case Reduce::L1: ctx.stmt(dX + " = sign(" + X + ") * " + g); break;
+  case Reduce::L2: {
+    const std::string s = acc("s");
+    ctx.stmt(s + " += " + X + " * " + X);
+    ctx.stmt(dX + " = " + at("s") + " > 0 ? " + g + " * " + X + " * rsqrt(" + at("s") + ") : 0");
+    break;
+  }
+  case Reduce::LogSum: {
+    const std::string s = acc("s");
+    ctx.stmt(s + " += " + X);
+    ctx.stmt(dX + " = " + g + " / " + at("s"));
+    break;
+  }
+  case Reduce::LogSumExp: {
+    const std::string m = acc("m"), s = acc("s");
+    ctx.stmt(m + " max= " + X);
+    ctx.stmt(s + " += exp(" + X + " - " + m + ")");
+    ctx.stmt(dX + " = " + g + " * exp(" + X + " - " + at("m") + ") / " + at("s"));
+    break;
+  }
+  case Reduce::Max:
+  case Reduce::Min: {
+    // Ties share the gradient evenly (as PyTorch's amax/amin do).
+    const std::string m = acc("m"), c = acc("c");
+    ctx.stmt(m + (kind == Reduce::Max ? " max= " : " min= ") + X);
+    ctx.stmt(c + " += " + X + " == " + m + " ? 1 : 0");
+    ctx.stmt(dX + " = " + X + " == " + at("m") + " ? " + g + " / " + at("c") + " : 0");
+    break;
+  }
+  case Reduce::Var:
+  case Reduce::Std: {
+    const int64_t correction = ctx.attr_int("correction");
+    if (correction < 0 || correction >= r.count)
+      ctx.fail("correction {} must be at least 0 and less than the {} elements reduced",
+               correction, r.count);
+    const std::string denom = float_literal(static_cast<double>(r.count - correction));
+    const std::string s = acc("s"), mean = acc("mean");
+    ctx.stmt(s + " += " + X);
+    ctx.stmt(mean + " = " + s + " / " + n);
+    if (kind == Reduce::Var) {
+      ctx.stmt(dX + " = 2 * (" + X + " - " + at("mean") + ") * " + g + " / " + denom);
+    } else {
+      const std::string q = acc("q");
+      ctx.stmt(q + " += (" + X + " - " + mean + ") * (" + X + " - " + mean + ")");
+      ctx.stmt(dX + " = (" + X + " - " + at("mean") + ") * " + g + " * rsqrt(" + at("q") +
+               " / " + denom + ") / " + denom);
+    }
+    break;
+  }
+  case Reduce::Prod:
+    ctx.fail("has no backward op");
+  }
+}
+
+// cumsum's gradient: the cumulative sum of dY in the other direction.
+void emit_cumsum_grad(OpContext& ctx) {
+  ctx.require_float("dY");
+  const TensorSpec& dy = ctx.in("dY");
+  const int64_t rank = static_cast<int64_t>(dy.shape.size());
+  if (rank == 0)
+    ctx.fail("input 'dY' must have rank 1 or more");
+  const int64_t axis = ctx.axis(ctx.attr_int("axis"), rank);
+  std::vector<std::string> in = index_names(rank);
+  in[axis] = "k";
+  const std::string j = "i" + std::to_string(axis);
+  const bool exclusive = ctx.attr_bool("exclusive"), reverse = !ctx.attr_bool("reverse");
+  const std::string cond = reverse ? (exclusive ? "k > " : "k >= ") + j
+                                   : (exclusive ? "k < " : "k <= ") + j;
+  ctx.input("dY");
+  ctx.output("dX", dy.dtype, dy.shape);
+  ctx.stmt(access("dX", index_names(rank)) + " += " + cond + " ? " + access("dY", in) + " : 0");
+}
+
 AttrSpec axes_attr() {
   return {"axes", AttrKind::Ints, AttrValue{std::vector<int64_t>{}},
           "axes to reduce, negative from the end; empty: all"};
@@ -201,6 +315,18 @@ void add_reduction_ops(std::vector<OpDef>& ops) {
                           "subtracted from the count (1: unbiased)"});
     const Reduce kind = r.kind;
     op.emit = [kind](OpContext& ctx) { emit_reduce(ctx, kind); };
+    if (kind != Reduce::Prod) {
+      OpDef g;
+      g.name = op.name + "_grad";
+      g.category = "reduction-backward";
+      g.summary = "gradient of " + op.name;
+      g.inputs = {{"X"}, {"dY"}};
+      g.outputs = {{"dX"}};
+      g.attrs = op.attrs;
+      g.emit = [kind](OpContext& ctx) { emit_reduce_grad(ctx, kind); };
+      op.gradient = g.name;
+      ops.push_back(std::move(g));
+    }
     ops.push_back(std::move(op));
   }
   for (bool is_max : {true, false}) {
@@ -228,6 +354,16 @@ void add_reduction_ops(std::vector<OpDef>& ops) {
                   {"exclusive", AttrKind::Bool, AttrValue{int64_t{0}}, "leave out the element itself"},
                   {"reverse", AttrKind::Bool, AttrValue{int64_t{0}}, "sum from the end"}};
   cumsum.emit = emit_cumsum;
+  cumsum.gradient = "cumsum_grad";
+  OpDef cg;
+  cg.name = "cumsum_grad";
+  cg.category = "reduction-backward";
+  cg.summary = "gradient of cumsum";
+  cg.inputs = {{"dY"}};
+  cg.outputs = {{"dX"}};
+  cg.attrs = cumsum.attrs;
+  cg.emit = emit_cumsum_grad;
+  ops.push_back(std::move(cg));
   ops.push_back(std::move(cumsum));
 }
 
