@@ -42,7 +42,8 @@ struct AttrSpec {
 enum class PortKind : uint8_t { Data, Index, Mask };
 
 /// An input or output of an op. Optional inputs (a bias, a mask) may be left out. A
-/// variadic input (concat's X) is given as X0, X1, ... in order, at least one.
+/// variadic input (concat's X) is given as X0, X1, ... in order, at least one; a variadic
+/// output (split's Y) is written as Y0, Y1, ..., as many as the instance makes.
 struct Port {
   std::string name;
   PortKind kind = PortKind::Data;

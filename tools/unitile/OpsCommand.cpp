@@ -79,6 +79,11 @@ int ops_command(const OpsOptions& o) {
       }
       j["optional_inputs"] = optional;
       j["variadic_inputs"] = variadic;
+      nlohmann::json variadic_outputs = nlohmann::json::array();
+      for (const ops::Port& p : op->outputs)
+        if (p.variadic)
+          variadic_outputs.push_back(p.name);
+      j["variadic_outputs"] = variadic_outputs;
       nlohmann::json attrs = nlohmann::json::object();
       for (const ops::AttrSpec& a : op->attrs)
         attrs[a.name] = attr_json(a.default_value, a.kind);
