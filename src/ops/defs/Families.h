@@ -10,5 +10,6 @@ namespace unitile::ops {
 void add_elementwise_ops(std::vector<OpDef>& ops);
 void add_reduction_ops(std::vector<OpDef>& ops);
 void add_data_movement_ops(std::vector<OpDef>& ops);
+void add_indexing_ops(std::vector<OpDef>& ops);
 
 } // namespace unitile::ops
