@@ -161,6 +161,27 @@ def linear_grad_ref(i, a):
     return torch_grads(lambda X, W, B: torch.nn.functional.linear(X, W, B), ins, "dY", i["dY"])
 
 
+def einsum_grad_ref(eq):
+    def ref(i, a):
+        import torch
+        xs = {k: v for k, v in i.items() if k != "dY"}
+        ts = {k: torch.tensor(f64(v), requires_grad=True) for k, v in xs.items()}
+        # torch.einsum does not broadcast labelled size-1 dimensions: expand them (the
+        # expansion's gradient sums, as the op's must), ellipsis dimensions it handles.
+        extent = {}
+        for term, v in zip(eq.split("->")[0].split(","), xs.values()):
+            if "." not in term:
+                for c, n in zip(term, v.shape):
+                    extent[c] = max(extent.get(c, 1), n)
+        args = []
+        for term, t in zip(eq.split("->")[0].split(","), ts.values()):
+            args.append(t.expand(*[extent[c] for c in term]) if "." not in term else t)
+        y = torch.einsum(eq, *args)
+        y.backward(torch.tensor(f64(i["dY"])))
+        return {"d" + k: t.grad.numpy() for k, t in ts.items()}
+    return ref
+
+
 def grad_cases():
     out = []
     mm = [((2, 1, 3, 5), (4, 5, 7), {}, np.float64),
@@ -187,6 +208,20 @@ def grad_cases():
             ins["C"] = rand(cshape, dt)
         ins["dY"] = rand((3, 7), dt)
         out.append(Case("gemm_grad", ins, gemm_grad_ref, attrs=attrs))
+    # einsum_grad: contractions, diagonals, a label only one operand has, broadcasting
+    ein = [("bij,bjk->bik", [(2, 3, 5), (2, 5, 4)], np.float64),
+           ("ij,jk", [(3, 5), (5, 2)], np.float32),
+           ("ii->i", [(5, 5)], np.float64),
+           ("iij->j", [(3, 3, 4)], np.float64),
+           ("ij,k->ik", [(3, 4), (5,)], np.float64),
+           ("ij,ij->i", [(4, 1), (4, 6)], np.float64),
+           ("...ij,...jk->...ik", [(2, 1, 3, 4), (5, 4, 2)], np.float64),
+           ("ij,jk,kl->il", [(3, 4), (4, 5), (5, 2)], np.float64)]
+    for eq, shapes, dt in ein:
+        ins = {f"X{n}": rand(sh, dt) for n, sh in enumerate(shapes)}
+        y = np.einsum(eq, *[f64(v) for v in ins.values()])
+        ins["dY"] = rand(np.shape(y), dt)
+        out.append(Case("einsum_grad", ins, einsum_grad_ref(eq), attrs={"equation": eq}))
     for xs, dt in (((2, 3, 7), np.float64), ((7,), np.float64), ((4, 7), np.float32)):
         X, W = rand(xs, dt), rand((5, 7), dt)
         dY = rand(xs[:-1] + (5,), dt)

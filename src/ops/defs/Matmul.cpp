@@ -524,6 +524,35 @@ Einsum parse_einsum(const OpContext& ctx, const std::vector<std::string>& ports)
 // A label's index variable: the letter itself, except `Y`, the output tensor's name.
 std::string index_var(const std::string& label) { return label == "Y" ? "Y_" : label; }
 
+// Whether dimension `d` of operand `t` is broadcast: size 1 against a larger extent.
+bool einsum_broadcast(const OpContext& ctx, const Einsum& e, const std::vector<std::string>& ports,
+                      size_t t, size_t d) {
+  return ctx.in(ports[t]).shape[d] == 1 && e.extent.at(e.in_labels[t][d]) != 1;
+}
+
+// Operand `t` read inside the comprehension: its labels' variables, 0 where broadcast.
+std::string einsum_read(const OpContext& ctx, const Einsum& e,
+                        const std::vector<std::string>& ports, size_t t) {
+  std::vector<std::string> idx;
+  for (size_t d = 0; d < e.in_labels[t].size(); ++d)
+    idx.push_back(einsum_broadcast(ctx, e, ports, t, d) ? "0" : index_var(e.in_labels[t][d]));
+  return access(ports[t], idx);
+}
+
+std::vector<std::string> einsum_out_idx(const Einsum& e) {
+  std::vector<std::string> idx;
+  for (const std::string& l : e.out_labels)
+    idx.push_back(index_var(l));
+  return idx;
+}
+
+std::vector<int64_t> einsum_out_shape(const Einsum& e) {
+  std::vector<int64_t> shape;
+  for (const std::string& l : e.out_labels)
+    shape.push_back(e.extent.at(l));
+  return shape;
+}
+
 // Y[out labels] += X0[labels] * X1[labels] * ...: summed labels are the reduction
 // variables, a repeated label reads a diagonal.
 void emit_einsum(OpContext& ctx) {
@@ -535,26 +564,97 @@ void emit_einsum(OpContext& ctx) {
   std::vector<std::string> factors;
   std::set<std::string> used;
   for (size_t t = 0; t < ports.size(); ++t) {
-    const TensorSpec& x = ctx.in(ports[t]);
-    std::vector<std::string> idx;
-    const auto& labels = e.in_labels[t];
-    for (size_t d = 0; d < labels.size(); ++d) {
-      const bool broadcast = x.shape[d] == 1 && e.extent.at(labels[d]) != 1;
-      idx.push_back(broadcast ? "0" : index_var(labels[d]));
-      used.insert(labels[d]);
-    }
+    used.insert(e.in_labels[t].begin(), e.in_labels[t].end());
     ctx.input(ports[t]);
-    factors.push_back(access(ports[t], idx));
+    factors.push_back(einsum_read(ctx, e, ports, t));
   }
-  std::vector<int64_t> out_shape;
-  for (const std::string& l : e.out_labels)
-    out_shape.push_back(e.extent.at(l));
   const bool reduces = used.size() > e.out_labels.size();
-  ctx.output("Y", ctx.in(ports[0]).dtype, out_shape);
-  std::vector<std::string> out_idx;
-  for (const std::string& l : e.out_labels)
-    out_idx.push_back(index_var(l));
-  ctx.stmt(access("Y", out_idx) + (reduces ? " += " : " = ") + join(factors, " * "));
+  ctx.output("Y", ctx.in(ports[0]).dtype, einsum_out_shape(e));
+  ctx.stmt(access("Y", einsum_out_idx(e)) + (reduces ? " += " : " = ") + join(factors, " * "));
+}
+
+// The gradient into operand t is the einsum of dY with the other operands, into t's
+// labels. Two statements in general: G[labels of t that dY or another operand reads
+// unbroadcast] sums dY * (the others) over everything else (t's broadcast dimensions
+// included), then dX_t[...] = G[...] spreads it: a repeated label writes its diagonal
+// (a second variable `i_<d>` and the select `i == i_<d>`), a label only t has (summed
+// inside t alone) broadcasts, a broadcast dimension is an extent-1 `z<d>`. When t's
+// labels are distinct, unbroadcast and all in G, the first statement writes dX_t directly.
+void emit_einsum_grad(OpContext& ctx) {
+  const std::vector<std::string> ports = ctx.variadic("X");
+  for (const std::string& p : ports)
+    ctx.require_float(p);
+  std::vector<std::string> all = ports;
+  all.push_back("dY");
+  ctx.require_same_dtype(all);
+  const Einsum e = parse_einsum(ctx, ports);
+  const std::vector<int64_t> out_shape = einsum_out_shape(e);
+  if (ctx.in("dY").shape != out_shape)
+    ctx.fail("dY has shape {} but the einsum gives {}", shape_text(ctx.in("dY").shape),
+             shape_text(out_shape));
+  for (const std::string& p : all)
+    ctx.input(p);
+  const DType dt = ctx.in(ports[0]).dtype;
+  const std::string g = access("dY", einsum_out_idx(e));
+  for (size_t t = 0; t < ports.size(); ++t) {
+    const std::string dx = "d" + ports[t];
+    const auto& labels = e.in_labels[t];
+    // Labels read unbroadcast by dY or another operand, and the product of the others.
+    std::set<std::string> bare(e.out_labels.begin(), e.out_labels.end());
+    std::vector<std::string> factors = {g};
+    for (size_t s = 0; s < ports.size(); ++s) {
+      if (s == t)
+        continue;
+      factors.push_back(einsum_read(ctx, e, ports, s));
+      for (size_t d = 0; d < e.in_labels[s].size(); ++d)
+        if (!einsum_broadcast(ctx, e, ports, s, d))
+          bare.insert(e.in_labels[s][d]);
+    }
+    // G's labels: t's unbroadcast labels that are read elsewhere, in order.
+    std::vector<std::string> glabels;
+    bool direct = true;
+    for (size_t d = 0; d < labels.size(); ++d) {
+      const std::string& l = labels[d];
+      const bool repeated = std::find(labels.begin(), labels.begin() + d, l) != labels.begin() + d;
+      if (einsum_broadcast(ctx, e, ports, t, d) || repeated || !bare.count(l)) {
+        direct = false;
+        continue;
+      }
+      glabels.push_back(l);
+    }
+    std::vector<std::string> gidx;
+    std::vector<int64_t> gshape;
+    for (const std::string& l : glabels) {
+      gidx.push_back(index_var(l));
+      gshape.push_back(e.extent.at(l));
+    }
+    const bool reduces = bare.size() > glabels.size();
+    const std::string sum = (reduces ? " += " : " = ") + join(factors, " * ");
+    ctx.output(dx, dt, ctx.in(ports[t]).shape);
+    if (direct) {
+      ctx.stmt(access(dx, gidx) + sum);
+      continue;
+    }
+    const std::string gname = "G" + std::to_string(t);
+    ctx.local(gname, compute_type(dt), gshape);
+    ctx.stmt(access(gname, gidx) + sum);
+    std::vector<std::string> lhs, conds;
+    std::set<std::string> seen;
+    for (size_t d = 0; d < labels.size(); ++d) {
+      const std::string v = index_var(labels[d]);
+      if (einsum_broadcast(ctx, e, ports, t, d)) {
+        lhs.push_back("z" + std::to_string(d));
+      } else if (!seen.insert(v).second) {
+        lhs.push_back(v + "_" + std::to_string(d));
+        conds.push_back(v + " == " + lhs.back());
+      } else {
+        lhs.push_back(v);
+      }
+    }
+    const std::string value = access(gname, gidx);
+    ctx.stmt(access(dx, lhs) + " = " +
+             (conds.empty() ? value : join(conds, " && ") + " ? " + value + " : 0"));
+  }
 }
 
 // --- definitions -------------------------------------------------------------------------
@@ -643,7 +743,17 @@ void add_matmul_ops(std::vector<OpDef>& ops) {
   einsum.attrs = {{"equation", AttrKind::String, std::nullopt,
                    "operand labels separated by ',', optionally '->' and the output's"}};
   einsum.emit = emit_einsum;
+  einsum.gradient = "einsum_grad";
+  OpDef eg;
+  eg.name = "einsum_grad";
+  eg.category = "matmul-backward";
+  eg.summary = "gradient of einsum: dX0, dX1, ... from X0, X1, ... and dY";
+  eg.inputs = {{"X", PortKind::Data, false, true}, {"dY"}};
+  eg.outputs = {{"dX", PortKind::Data, false, true}};
+  eg.attrs = einsum.attrs;
+  eg.emit = emit_einsum_grad;
   ops.push_back(std::move(einsum));
+  ops.push_back(std::move(eg));
 }
 
 } // namespace unitile::ops
