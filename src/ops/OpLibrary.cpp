@@ -22,6 +22,9 @@ std::vector<OpDef> build_library() {
   add_reduction_ops(ops);
   add_data_movement_ops(ops);
   add_indexing_ops(ops);
+  add_matmul_ops(ops);
+  add_normalization_ops(ops);
+  add_attention_ops(ops);
   std::sort(ops.begin(), ops.end(),
             [](const OpDef& a, const OpDef& b) { return a.name < b.name; });
   for (size_t i = 1; i < ops.size(); ++i)
