@@ -13,8 +13,10 @@
 namespace unitile::graph {
 
 const ops::OpDef& graph_op(const std::string& name) {
-  if (const ops::OpDef* op = ops::find_op(name)) return *op;
+  // The graph's own ops first: the library has ops of the same names (cast, slice,
+  // reshape, transpose) with ONNX's attributes, which the tracer does not write.
   if (const ops::OpDef* op = find_graph_op(name)) return *op;
+  if (const ops::OpDef* op = ops::find_op(name)) return *op;
   return ops::op_or_error(name); // the library's "no op named ..." with suggestions
 }
 
