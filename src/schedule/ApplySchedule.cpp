@@ -63,6 +63,7 @@ Stmt apply_one(const LoopProgram& p, const Stmt& body, const Primitive& x, const
   case PrimitiveKind::CacheWrite: return cache_write(p, body, x.buffer, x.scope, x.at);
   case PrimitiveKind::MicroKernel: return micro_kernel(p, body, x.at, hcd);
   case PrimitiveKind::ComputeAt:
+  case PrimitiveKind::FoldInit:
   case PrimitiveKind::FlashAttention:
   case PrimitiveKind::Inline: break;
   }
@@ -112,6 +113,10 @@ LoopProgram lower_scheduled(const Kernel& kernel, const ShapeBindings& b, const 
     try {
       if (x.kind == PrimitiveKind::ComputeAt) {
         p = compute_at(p, x.buffer, x.at);
+        continue;
+      }
+      if (x.kind == PrimitiveKind::FoldInit) {
+        p = fold_init(p, x.buffer);
         continue;
       }
       if (x.kind == PrimitiveKind::FlashAttention) {

@@ -22,7 +22,8 @@ constexpr KindName kKinds[] = {
     {PrimitiveKind::Unroll, "unroll"},       {PrimitiveKind::Bind, "bind"},
     {PrimitiveKind::Stage, "stage"},         {PrimitiveKind::CacheWrite, "cache_write"},
     {PrimitiveKind::ComputeAt, "compute_at"}, {PrimitiveKind::Inline, "inline"},
-    {PrimitiveKind::MicroKernel, "microkernel"}, {PrimitiveKind::FlashAttention, "flash_attention"},
+    {PrimitiveKind::MicroKernel, "microkernel"}, {PrimitiveKind::FoldInit, "fold_init"},
+    {PrimitiveKind::FlashAttention, "flash_attention"},
 };
 
 constexpr ForKind kBindKinds[] = {ForKind::GridX,   ForKind::GridY,   ForKind::GridZ,
@@ -33,7 +34,7 @@ constexpr MemScope kScopes[] = {MemScope::Global, MemScope::Shared, MemScope::Lo
 const char* kUsage =
     "primitives: split V F [as O, I]; tile V F, W G; reorder V, W, ...; fuse V, W [as N]; "
     "parallel V; vectorize V; unroll V; bind V grid.x|thread.x|...; stage T local|shared|register "
-    "at V; cache_write T register|local at V; compute_at T at V; inline T; microkernel V; any of "
+    "at V; cache_write T register|local at V; compute_at T at V; inline T; microkernel V; fold_init T; any of "
     "them may end with `on T` (the statement writing T); flash_attention O [rows R keys K]";
 
 // One token of the schedule text with where it starts.
@@ -179,6 +180,7 @@ public:
       p.at = ident(next("a loop variable after 'at'"), "a loop variable");
       break;
     case PrimitiveKind::Inline:
+    case PrimitiveKind::FoldInit:
       p.buffer = ident(next("a tensor name"), "a tensor name");
       break;
     case PrimitiveKind::MicroKernel:
@@ -287,7 +289,8 @@ std::string to_text(const Schedule& s) {
       line += fmt::format(" {} {} at {}", p.buffer, mem_scope_name(p.scope), p.at);
       break;
     case PrimitiveKind::ComputeAt: line += fmt::format(" {} at {}", p.buffer, p.at); break;
-    case PrimitiveKind::Inline: line += " " + p.buffer; break;
+    case PrimitiveKind::Inline:
+    case PrimitiveKind::FoldInit: line += " " + p.buffer; break;
     case PrimitiveKind::MicroKernel: line += " " + p.at; break;
     case PrimitiveKind::FlashAttention:
       line += " " + p.buffer;

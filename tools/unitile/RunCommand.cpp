@@ -2,6 +2,8 @@
 // outputs as .npy, check them against sim and time them.
 #include "unitile/Command.h"
 
+#include "OpTarget.h"
+
 #include "backends/sim/ChipReport.h"
 #include "ir/Diagnostic.h"
 #include "ir/Parser.h"
@@ -27,6 +29,9 @@ namespace unitile::cli {
 namespace {
 
 constexpr const char* kRunFooter =
+    "FILE may be op:NAME, a library op (`unitile ops` lists them): its inputs come from\n"
+    "--input NAME=FILE.npy or --shape NAME=2x3x4 (random, with --dtype), attributes from\n"
+    "--attr NAME=VALUE.\n"
     "Inputs not given with --input are random, seeded by --seed: floats uniform in [-1, 1]\n"
     "(rounded to the dtype), signed integers in [-8, 8], u8 in [0, 8], bools 0/1.\n"
     ".npy dtypes: <f2 f16, <f4 f32, <f8 f64, |i1 i8, <i2 i16, <i4 i32, <i8 i64, |u1 u8,\n"
@@ -49,6 +54,7 @@ struct RunOptions {
   uint64_t seed = 0;
   bool report = false, report_warm = false;
   std::string report_json;
+  OpTargetOptions op;
 };
 
 // `--device a,b`: the device names, in order.
@@ -148,9 +154,17 @@ sim::KernelReport model_kernel(const Session& session, const CompiledKernel& ck,
 int run_command(const CommonOptions& co, const RunOptions& ro) {
   if (co.file.ends_with(".loop"))
     return run_loop_program(co, ro);
-  const Module m = load_module(co.file);
+  // op:NAME is one library op, written out for the inputs given; its shapes are
+  // concrete, so --shape describes inputs there instead of binding symbols.
+  const bool op_target = is_op_target(co.file);
+  if (!op_target && (!ro.op.attrs.empty() || !ro.op.dtypes.empty()))
+    throw UserError("error: --attr and --dtype apply to op:NAME targets only");
+  if (op_target && !co.kernel.empty())
+    throw UserError("error: --kernel does not apply to op:NAME (it is one kernel)");
+  const Module m = op_target ? instantiate_op_target(co.file, co.shapes, ro.inputs, ro.op).module
+                             : load_module(co.file);
   const std::vector<const Kernel*> kernels = select_kernels(m, co.kernel, co.file);
-  const ShapeBindings shapes = shape_bindings(co, kernels);
+  const ShapeBindings shapes = op_target ? ShapeBindings{} : shape_bindings(co, kernels);
 
   std::map<std::string, double> params;
   for (const auto& [name, value] : name_values(ro.params, "--param", true)) {
@@ -189,8 +203,6 @@ int run_command(const CommonOptions& co, const RunOptions& ro) {
   const bool several = device_names.size() > 1;
   if (several && !co.device_plugin.empty())
     throw UserError("error: --device-plugin loads one device; --device must then name one");
-  if (several && !ro.output_dir.empty())
-    throw UserError("error: --output-dir writes one device's outputs; --device must then name one");
   auto cache = std::make_shared<KernelCache>(KernelCache::default_dir());
   std::vector<Session> sessions;
   for (const std::string& name : device_names) {
@@ -248,13 +260,16 @@ int run_command(const CommonOptions& co, const RunOptions& ro) {
       auto compiled = session.compile(*k, b);
       RunResult result = session.run(*compiled, inputs, params, ro.repeat);
       if (!ro.output_dir.empty()) {
+        // With several devices each writes into DIR/<device>/.
+        const std::filesystem::path dir =
+            several ? std::filesystem::path(ro.output_dir) / session.device().name()
+                    : std::filesystem::path(ro.output_dir);
         std::error_code ec;
-        std::filesystem::create_directories(ro.output_dir, ec);
+        std::filesystem::create_directories(dir, ec);
         if (ec)
-          throw UserError(fmt::format("error: --output-dir {}: {}", ro.output_dir, ec.message()));
+          throw UserError(fmt::format("error: --output-dir {}: {}", dir.string(), ec.message()));
         for (const std::string& name : order) {
-          const std::string path =
-              (std::filesystem::path(ro.output_dir) / (name + ".npy")).string();
+          const std::string path = (dir / (name + ".npy")).string();
           write_npy(path, result.outputs.at(name));
           std::cout << fmt::format("output: {} {}{} -> {}\n", name,
                                    dtype_name(result.outputs.at(name).dtype),
@@ -308,7 +323,9 @@ CommandAction setup_run(CLI::App& cmd) {
       ->allow_extra_args(false);
   cmd.add_option("--input", ro->inputs, "read input NAME from a .npy file: NAME=PATH; may repeat")
       ->allow_extra_args(false);
-  cmd.add_option("--output-dir", ro->output_dir, "write each output as DIR/<name>.npy");
+  cmd.add_option("--output-dir", ro->output_dir,
+                 "write each output as DIR/<name>.npy (DIR/<device>/<name>.npy with several devices)");
+  add_op_target_options(&cmd, ro->op);
   cmd.add_flag("--check", ro->check, "also run on sim and compare every output");
   cmd.add_option("--repeat", ro->repeat, "time N device runs after one warm-up (median and min)");
   cmd.add_option("--seed", ro->seed, "seed of the random inputs (default 0)");
