@@ -20,6 +20,8 @@ std::vector<OpDef> build_library() {
   std::vector<OpDef> ops;
   add_elementwise_ops(ops);
   add_reduction_ops(ops);
+  add_conv_ops(ops);
+  add_pool_ops(ops);
   std::sort(ops.begin(), ops.end(),
             [](const OpDef& a, const OpDef& b) { return a.name < b.name; });
   for (size_t i = 1; i < ops.size(); ++i)

@@ -9,5 +9,7 @@ namespace unitile::ops {
 
 void add_elementwise_ops(std::vector<OpDef>& ops);
 void add_reduction_ops(std::vector<OpDef>& ops);
+void add_conv_ops(std::vector<OpDef>& ops);
+void add_pool_ops(std::vector<OpDef>& ops);
 
 } // namespace unitile::ops
