@@ -22,6 +22,7 @@ std::vector<OpDef> build_library() {
   add_reduction_ops(ops);
   add_conv_ops(ops);
   add_pool_ops(ops);
+  add_resize_ops(ops);
   add_loss_ops(ops);
   add_dropout_ops(ops);
   add_optimizer_ops(ops);

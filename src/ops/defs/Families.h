@@ -11,6 +11,7 @@ void add_elementwise_ops(std::vector<OpDef>& ops);
 void add_reduction_ops(std::vector<OpDef>& ops);
 void add_conv_ops(std::vector<OpDef>& ops);
 void add_pool_ops(std::vector<OpDef>& ops);
+void add_resize_ops(std::vector<OpDef>& ops);
 void add_loss_ops(std::vector<OpDef>& ops);
 void add_dropout_ops(std::vector<OpDef>& ops);
 void add_optimizer_ops(std::vector<OpDef>& ops);
