@@ -20,6 +20,9 @@ std::vector<OpDef> build_library() {
   std::vector<OpDef> ops;
   add_elementwise_ops(ops);
   add_reduction_ops(ops);
+  add_matmul_ops(ops);
+  add_normalization_ops(ops);
+  add_attention_ops(ops);
   add_conv_ops(ops);
   add_pool_ops(ops);
   add_resize_ops(ops);

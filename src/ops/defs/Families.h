@@ -9,6 +9,9 @@ namespace unitile::ops {
 
 void add_elementwise_ops(std::vector<OpDef>& ops);
 void add_reduction_ops(std::vector<OpDef>& ops);
+void add_matmul_ops(std::vector<OpDef>& ops);
+void add_normalization_ops(std::vector<OpDef>& ops);
+void add_attention_ops(std::vector<OpDef>& ops);
 void add_conv_ops(std::vector<OpDef>& ops);
 void add_pool_ops(std::vector<OpDef>& ops);
 void add_resize_ops(std::vector<OpDef>& ops);
