@@ -342,6 +342,38 @@ def np_resize(x, a):
     return y
 
 
+def torch_resize_grad(i, a):
+    """resize written with torch ops over the NumPy index tables, differentiated by autograd."""
+    import torch
+    x = torch.tensor(i["X"].astype(np.float64), requires_grad=True)
+    y = x
+    for d in range(x.dim()):
+        n = x.shape[d]
+        if a.get("scales"):
+            s = float(a["scales"][d])
+            out = int(np.floor(n * s))
+        else:
+            out = a["sizes"][d]
+            s = out / n
+        if out == n and s == 1.0:
+            continue
+        # The same tables as np_resize, from a one-axis run on an index ramp.
+        ramp = np.arange(n, dtype=np.float64)
+        one = dict(a, scales=[s] if a.get("scales") else [], sizes=[] if a.get("scales") else [out])
+        if a.get("mode", "nearest") == "nearest":
+            idx = np_resize(ramp, one).astype(np.int64)
+            y = torch.index_select(y, d, torch.tensor(idx))
+        else:
+            c = np_resize(ramp, one)  # the clamped source coordinate
+            lo = np.floor(c).astype(np.int64)
+            hi = np.minimum(lo + 1, n - 1)
+            w = torch.tensor(c - lo).reshape([-1 if k == d else 1 for k in range(x.dim())])
+            y = torch.index_select(y, d, torch.tensor(lo)) * (1 - w) + \
+                torch.index_select(y, d, torch.tensor(hi)) * w
+    y.backward(torch.tensor(i["dY"]))
+    return {"dX": x.grad.numpy()}
+
+
 def resize_cases():
     out = []
     for xs, attrs, dt in (
@@ -359,6 +391,10 @@ def resize_cases():
                       "coordinate_transformation_mode": "pytorch_half_pixel"}, np.float64)):
         x = rand(*xs, dt=dt) if dt != np.int64 else RNG.integers(-9, 9, size=xs)
         out.append(Case("resize", {"X": x}, lambda i, a: {"Y": np_resize(i["X"], a)}, attrs=attrs))
+        if dt == np.float64 or xs == (1, 2, 5, 7):
+            x = x.astype(np.float64)
+            dy = rand(*np_resize(x, attrs).shape, dt=np.float64)
+            out.append(Case("resize_grad", {"X": x, "dY": dy}, torch_resize_grad, attrs=attrs))
     return out
 
 

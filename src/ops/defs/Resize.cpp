@@ -10,6 +10,7 @@
 // handling and PyTorch's clamping both give). The output is one comprehension gathering
 // through the tables: nearest `Y[.., y, x] = X[.., ry[y], rx[x]]`, linear the weighted
 // sum over the 2^r corners. Axes whose extent and scale stay 1:1 are read directly.
+// resize_grad scatters dY back through the same tables.
 #include "ops/OpContext.h"
 #include "ops/defs/Families.h"
 
@@ -18,7 +19,16 @@
 namespace unitile::ops {
 namespace {
 
-void emit_resize(OpContext& ctx) {
+// The index tables of an instance: per axis the read index (nearest) or the two
+// neighbours and the upper one's weight (linear), as text read at output index i<d>.
+struct ResizePlan {
+  std::vector<int64_t> out;
+  std::vector<std::string> lo, hi, weight;
+  std::vector<int64_t> resized; // the axes that change
+  bool linear = false;
+};
+
+ResizePlan plan_resize(OpContext& ctx) {
   const TensorSpec& x = ctx.in("X");
   const int64_t rank = static_cast<int64_t>(x.shape.size());
   if (rank == 0)
@@ -71,9 +81,6 @@ void emit_resize(OpContext& ctx) {
     }
   }
 
-  ctx.input("X");
-  ctx.output("Y", x.dtype, out);
-  const std::vector<std::string> idx = index_names(rank);
   // Per axis: the read index for nearest, or the two neighbours and a weight for linear.
   std::vector<std::string> lo(static_cast<size_t>(rank)), hi(static_cast<size_t>(rank)),
       weight(static_cast<size_t>(rank));
@@ -126,31 +133,81 @@ void emit_resize(OpContext& ctx) {
     hi[d] = h + "[" + o + "]";
     weight[d] = w + "[" + o + "]";
   }
-  const std::string y = access("Y", idx);
-  if (mode == "nearest") {
-    ctx.stmt(y + " = " + access("X", lo));
-    return;
-  }
-  // The 2^r corners of the resized axes, each weighted by the product of its weights.
-  std::vector<int64_t> axes;
+  ResizePlan p;
+  p.out = out;
+  p.lo = lo;
+  p.hi = hi;
+  p.weight = weight;
+  p.linear = mode == "linear";
   for (int64_t d = 0; d < rank; ++d)
     if (resized[d])
-      axes.push_back(d);
-  std::vector<std::string> terms;
-  for (int64_t corner = 0; corner < (int64_t{1} << axes.size()); ++corner) {
-    std::vector<std::string> at = lo;
-    std::vector<std::string> ws;
-    for (size_t j = 0; j < axes.size(); ++j) {
-      const int64_t d = axes[j];
+      p.resized.push_back(d);
+  return p;
+}
+
+// The 2^r corners of the resized axes (linear): each corner's indices and weight text.
+std::vector<std::pair<std::vector<std::string>, std::string>> corners(const ResizePlan& p) {
+  std::vector<std::pair<std::vector<std::string>, std::string>> cs;
+  for (int64_t corner = 0; corner < (int64_t{1} << p.resized.size()); ++corner) {
+    std::vector<std::string> at = p.lo, ws;
+    for (size_t j = 0; j < p.resized.size(); ++j) {
+      const int64_t d = p.resized[j];
       const bool upper = (corner >> j) & 1;
-      at[d] = upper ? hi[d] : lo[d];
-      ws.push_back(upper ? weight[d] : "(1 - " + weight[d] + ")");
+      at[d] = upper ? p.hi[d] : p.lo[d];
+      ws.push_back(upper ? p.weight[d] : "(1 - " + p.weight[d] + ")");
     }
-    terms.push_back(join(ws, " * ") + " * " + access("X", at));
+    cs.emplace_back(at, join(ws, " * "));
   }
-  const std::string sum = join(terms, " + ");
-  ctx.stmt(y + " = " +
-           (compute_type(x.dtype) == x.dtype ? sum : dtype_text(x.dtype) + "(" + sum + ")"));
+  return cs;
+}
+
+std::string cast_to(DType dt, const std::string& e) {
+  return compute_type(dt) == dt ? e : dtype_text(dt) + "(" + e + ")";
+}
+
+void emit_resize(OpContext& ctx) {
+  const ResizePlan p = plan_resize(ctx);
+  const TensorSpec& x = ctx.in("X");
+  ctx.input("X");
+  ctx.output("Y", x.dtype, p.out);
+  const std::string y = access("Y", index_names(static_cast<int64_t>(x.shape.size())));
+  if (!p.linear || p.resized.empty()) {
+    ctx.stmt(y + " = " + access("X", p.lo));
+    return;
+  }
+  std::vector<std::string> terms;
+  for (const auto& [at, w] : corners(p))
+    terms.push_back(w + " * " + access("X", at));
+  ctx.stmt(y + " = " + cast_to(x.dtype, join(terms, " + ")));
+}
+
+// The gradient scatters dY back through the same tables: nearest adds each dY element to
+// the element it read, linear adds it times each corner's weight to that corner. Points
+// that hit one element add up (the lowering runs such scatters serially).
+void emit_resize_grad(OpContext& ctx) {
+  const TensorSpec& x = ctx.in("X");
+  ctx.require_float("X");
+  ctx.require_same_dtype({"X", "dY"});
+  const ResizePlan p = plan_resize(ctx);
+  if (ctx.in("dY").shape != p.out)
+    ctx.fail("dY has shape {} but resize's output has shape {}", shape_text(ctx.in("dY").shape),
+             shape_text(p.out));
+  const std::vector<std::string> idx = index_names(static_cast<int64_t>(x.shape.size()));
+  ctx.input("X"); // for its shape
+  ctx.input("dY");
+  ctx.output("dX", x.dtype, x.shape);
+  const std::string dy = access("dY", idx);
+  if (p.resized.empty()) {
+    ctx.stmt(access("dX", idx) + " = " + dy);
+    return;
+  }
+  ctx.stmt(access("dX", idx) + " = 0");
+  if (!p.linear) {
+    ctx.stmt(access("dX", p.lo) + " += " + dy);
+    return;
+  }
+  for (const auto& [at, w] : corners(p))
+    ctx.stmt(access("dX", at) + " += " + cast_to(x.dtype, w + " * " + dy));
 }
 
 } // namespace
@@ -176,7 +233,17 @@ void add_resize_ops(std::vector<OpDef>& ops) {
                       AttrValue{std::string("round_prefer_floor")},
                       "round_prefer_floor, round_prefer_ceil, floor or ceil"});
   op.emit = emit_resize;
+  op.gradient = "resize_grad";
+  OpDef g;
+  g.name = "resize_grad";
+  g.category = "convolution-backward";
+  g.summary = "gradient of resize: dX from X (its shape) and dY";
+  g.inputs = {{"X"}, {"dY"}};
+  g.outputs = {{"dX"}};
+  g.attrs = op.attrs;
+  g.emit = emit_resize_grad;
   ops.push_back(std::move(op));
+  ops.push_back(std::move(g));
 }
 
 } // namespace unitile::ops
