@@ -14,6 +14,8 @@ APT_PACKAGES=(
   llvm-14-tools
   ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo
   python3 python3-venv python3-numpy
+  python3-pytest python3-pytest-xdist  # tests/ops: the op tests, two workers
+  python3-torch            # tests/ops: autograd references of the backward ops; PyTorch baselines
   libopenblas-dev          # `unitile bench` baseline only (bench/baselines), never linked by unitile
   libdnnl-dev              # oneDNN: `unitile bench` baseline only
   gcc-aarch64-linux-gnu    # cpu-aarch64: the NEON cross compiler (and the kernel server's)

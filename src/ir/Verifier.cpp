@@ -287,7 +287,10 @@ private:
     }
     if (c.reduce != ReduceKind::Assign) {
       std::set<std::string> right(right_vars_.begin(), right_vars_.end());
-      for (size_t i = 0; i < c.indices.size(); ++i)
+      for (size_t i = 0; i < c.indices.size(); ++i) {
+        // A dimension of extent 1 is a kept reduced axis (keepdims): nothing to mistype.
+        const Expr& dim = out->shape[i];
+        if (dim->kind == ExprKind::IntImm && dim->int_value == 1) continue;
         if (!right.count(c.indices[i]))
           fail(i < c.index_locs.size() ? c.index_locs[i] : SourceLoc{},
                fmt::format("index '{}' of the left-hand side does not appear on the right of '{}'",
@@ -296,6 +299,7 @@ private:
                            "mistyped index, or use '=' to broadcast",
                            c.output, c.indices[i]),
                static_cast<int>(c.indices[i].size()));
+      }
       if (out->dtype == DType::Bool)
         fail(c.loc, fmt::format("reduction '{}' into bool tensor '{}'", reduce_token(c.reduce), c.output),
              "reduce into an integer or float tensor", static_cast<int>(c.output.size()));

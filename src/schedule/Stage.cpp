@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <functional>
 #include <set>
 
 namespace unitile {
@@ -55,6 +56,23 @@ bool loops_to_read(const Stmt& s, const std::string& buffer, std::vector<const S
     if (b->kind == StmtKind::For) loops.pop_back();
   }
   return false;
+}
+
+// The affine form of `e` in the variables `vars`, treating every subexpression that
+// mentions none of them as an opaque constant (a tile's offset such as `(t // 4) * 210`
+// is not affine, but it does not move with the copy loops).
+std::optional<AffineForm> affine_in(const Expr& e, const std::vector<std::string>& vars) {
+  int opaque = 0;
+  std::function<Expr(const Expr&)> hide = [&](const Expr& x) -> Expr {
+    bool mentions = false;
+    for (const std::string& v : vars) mentions |= depends_on(x, v);
+    if (!mentions) return x->kind == ExprKind::IntImm ? x : var(fmt::format("$opaque{}", opaque++));
+    if (x->kind != ExprKind::Binary && x->kind != ExprKind::Unary && x->kind != ExprKind::Cast) return x;
+    std::vector<Expr> ops;
+    for (const Expr& o : x->operands) ops.push_back(hide(o));
+    return with_operands(x, std::move(ops), x->guard);
+  };
+  return linearize(hide(e));
 }
 
 Expr zero_of(DType t) { return is_float(t) ? float_imm(0.0, t) : int_imm(0, t); }
@@ -137,22 +155,31 @@ Stmt stage_buffer(const LoopProgram& p, const Stmt& body, const std::string& buf
       for (Expr& i : source_index)
         i = rewrite(i, [&](const Expr& e) { return e->kind == ExprKind::Var && e->name == v ? copy_index.back() : e; });
     }
-    // The copy walks the source in memory order: its loops are sorted by how far each
-    // moves the source (strided writes into a small buffer are cheap, strided reads from
-    // a large one are not). Staged indices keep the compute loops' order.
+    // Copy order. A staged buffer whose innermost dimension is a short micro-panel that
+    // is strided in the source (GEMM's A_local[i_m, k_i, i_r]: 6 rows of A) is filled in
+    // its own order:
+    // each run of the innermost copy loop reads at most kMicroPanel source lines, and the
+    // next run reads the next element of the same lines, so every read hits L1 and every
+    // write is unit-stride. Otherwise the copy walks the source in memory order: its
+    // loops are sorted by how far each moves the source (strided writes into a small
+    // buffer are cheap, strided reads from a large one are not). Staged indices keep the
+    // compute loops' order either way.
     std::vector<int64_t> stride(copy_vars.size(), 0);
     {
       int64_t dim_stride = 1;
       for (size_t d = source_index.size(); d-- > 0;) {
-        if (auto lin = linearize(source_index[d]))
+        if (auto lin = affine_in(source_index[d], copy_vars))
           for (size_t n = 0; n < copy_vars.size(); ++n) stride[n] += lin->coefficient(copy_vars[n]) * dim_stride;
         dim_stride *= src->shape[d];
       }
     }
+    constexpr int64_t kMicroPanel = 16;
+    const bool panel_order = !extents.empty() && extents.back() <= kMicroPanel && std::llabs(stride.back()) != 1;
     std::vector<size_t> copy_order(copy_vars.size());
     for (size_t n = 0; n < copy_order.size(); ++n) copy_order[n] = n;
-    std::stable_sort(copy_order.begin(), copy_order.end(),
-                     [&](size_t x, size_t y) { return std::llabs(stride[x]) > std::llabs(stride[y]); });
+    if (!panel_order)
+      std::stable_sort(copy_order.begin(), copy_order.end(),
+                       [&](size_t x, size_t y) { return std::llabs(stride[x]) > std::llabs(stride[y]); });
     {
       std::vector<std::string> v;
       std::vector<int64_t> e;
@@ -163,12 +190,16 @@ Stmt stage_buffer(const LoopProgram& p, const Stmt& body, const std::string& buf
       copy_vars = v;
       copy_extents = e;
     }
+    // The copy loops from position `from` inward, around `leaf`; the innermost is
+    // vectorized when `vector` is set.
+    auto copy_loops = [&](size_t from, Stmt leaf, bool vector) {
+      for (size_t n = vars.size(); n-- > from;)
+        leaf = for_loop(copy_vars[n], int_imm(0), int_imm(copy_extents[n]),
+                        vector && n + 1 == vars.size() ? ForKind::Vectorized : ForKind::Serial, leaf);
+      return leaf;
+    };
     auto copy_nest = [&](Expr guard) {
-      Stmt c = store(staged, copy_index, access(buffer, source_index, src->dtype, guard));
-      for (size_t n = vars.size(); n-- > 0;)
-        c = for_loop(copy_vars[n], int_imm(0), int_imm(copy_extents[n]),
-                     n + 1 == vars.size() ? ForKind::Vectorized : ForKind::Serial, c);
-      return c;
+      return copy_loops(0, store(staged, copy_index, access(buffer, source_index, src->dtype, guard)), true);
     };
     bool in_range = true;
     for (size_t d = 0; d < site.indices.size(); ++d) {
@@ -179,42 +210,50 @@ Stmt stage_buffer(const LoopProgram& p, const Stmt& body, const std::string& buf
     if (site.guard || in_range || vars.empty()) {
       copy = copy_nest(site.guard);
     } else {
-      // Each run of the innermost copy loop tests once whether it stays inside the
-      // tensor: full runs copy without range tests (vector code), partial ones read
-      // zeros past the edge.
-      const std::string& v = copy_vars.back();
-      const int64_t last = copy_extents.back() - 1;
+      // The range test is hoisted out of the loops from `test_at` inward: once per
+      // micro-panel in panel order, once per run of the innermost loop otherwise. Full
+      // runs copy without range tests (vector code), partial ones read zeros past the
+      // edge.
+      const size_t test_at = panel_order ? std::min<size_t>(1, vars.size() - 1) : vars.size() - 1;
+      const std::vector<std::string> inner_vars(copy_vars.begin() + static_cast<std::ptrdiff_t>(test_at),
+                                                copy_vars.end());
       Expr full;
       LoopExtents copy_ranges = outer;
       if (at_ext) copy_ranges[at] = *at_ext;
       for (size_t n = 0; n < copy_vars.size(); ++n) copy_ranges[copy_vars[n]] = copy_extents[n];
-      for (size_t d = 0; d < source_index.size(); ++d) {
+      bool testable = true;
+      for (size_t d = 0; d < source_index.size() && testable; ++d) {
         if (auto r = bounds_of(source_index[d], copy_ranges); r && r->min >= 0 && r->max < src->shape[d])
           continue; // this index never leaves the tensor
-        auto lin = linearize(source_index[d]);
+        auto lin = affine_in(source_index[d], inner_vars);
         if (!lin) {
-          full = nullptr;
+          testable = false;
           break;
         }
-        auto at_value = [&](int64_t x) {
+        // The index is affine in the inner loops: its extremes are at their corners.
+        auto corner = [&](bool high) {
           return simplify(rewrite(source_index[d], [&](const Expr& e) {
-            return e->kind == ExprKind::Var && e->name == v ? int_imm(x) : e;
+            if (e->kind != ExprKind::Var) return e;
+            for (size_t n = test_at; n < copy_vars.size(); ++n)
+              if (e->name == copy_vars[n]) {
+                bool up = (lin->coefficient(e->name) > 0) == high;
+                return int_imm(up ? copy_extents[n] - 1 : 0);
+              }
+            return e;
           }));
         };
-        Expr lo = at_value(0), hi = at_value(last);
-        if (lin->coefficient(v) < 0) std::swap(lo, hi);
-        Expr ok = binary(BinaryOp::And, binary(BinaryOp::Ge, lo, int_imm(0)),
-                         binary(BinaryOp::Lt, hi, int_imm(src->shape[d])));
+        Expr ok = binary(BinaryOp::And, binary(BinaryOp::Ge, corner(false), int_imm(0)),
+                         binary(BinaryOp::Lt, corner(true), int_imm(src->shape[d])));
         full = full ? binary(BinaryOp::And, full, ok) : ok;
       }
-      if (!full) {
+      if (!testable || !full) {
         copy = copy_nest(zero_of(src->dtype));
       } else {
-        Stmt fast = store(staged, copy_index, access(buffer, source_index, src->dtype));
-        Stmt slow = store(staged, copy_index, access(buffer, source_index, src->dtype, zero_of(src->dtype)));
-        Stmt inner = if_then(full, for_loop(v, int_imm(0), int_imm(copy_extents.back()), ForKind::Vectorized, fast),
-                             for_loop(v, int_imm(0), int_imm(copy_extents.back()), ForKind::Serial, slow));
-        for (size_t n = vars.size() - 1; n-- > 0;)
+        Stmt fast = copy_loops(test_at, store(staged, copy_index, access(buffer, source_index, src->dtype)), true);
+        Stmt slow = copy_loops(
+            test_at, store(staged, copy_index, access(buffer, source_index, src->dtype, zero_of(src->dtype))), false);
+        Stmt inner = if_then(full, fast, slow);
+        for (size_t n = test_at; n-- > 0;)
           inner = for_loop(copy_vars[n], int_imm(0), int_imm(copy_extents[n]), ForKind::Serial, inner);
         copy = inner;
       }

@@ -15,8 +15,12 @@
 #include <nlohmann/json.hpp>
 
 #include <sched.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
@@ -41,6 +45,7 @@ struct BenchArgs {
   std::string dtype = "f32", threads, json;
   int repeat = 5;
   bool quick = false;
+  bool library_ops = false; // --ops: the operator library against PyTorch
   double max_run_s = 30;
   uint64_t seed = 0;
   bool profile = false;
@@ -114,7 +119,57 @@ std::vector<std::string> selected_suites(const BenchArgs& a) {
   return out;
 }
 
+// `--ops` runs bench/ops/bench_ops.py (PyTorch is a Python library, so its side of the
+// comparison lives in Python): the installed copy beside bin/, else the source tree's.
+int bench_library_ops(const BenchArgs& a) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  std::vector<fs::path> scripts = {exe.parent_path().parent_path() / "share" / "unitile" / "bench" /
+                                       "bench_ops.py",
+                                   fs::path(UNITILE_SOURCE_DIR) / "bench" / "ops" / "bench_ops.py"};
+  fs::path script;
+  for (const fs::path& s : scripts)
+    if (fs::exists(s, ec)) {
+      script = s;
+      break;
+    }
+  if (script.empty())
+    throw UserError(fmt::format("error: --ops: bench_ops.py not found (looked in {} and {})",
+                                scripts[0].string(), scripts[1].string()));
+  // The interpreter must see NumPy and PyTorch: $UNITILE_PYTHON, else the source tree's
+  // venv (scripts/setup.sh makes it from Debian's python3), else Debian's python3.
+  std::string python = "/usr/bin/python3";
+  if (const char* env = std::getenv("UNITILE_PYTHON"); env && *env)
+    python = env;
+  else if (fs::exists(fs::path(UNITILE_SOURCE_DIR) / ".venv" / "bin" / "python", ec))
+    python = (fs::path(UNITILE_SOURCE_DIR) / ".venv" / "bin" / "python").string();
+  const std::vector<int> threads = thread_counts(a.threads);
+  std::vector<std::string> args = {python, script.string(), "--unitile", exe.string(),
+                                   "--threads", std::to_string(threads.front()), "--repeat",
+                                   std::to_string(a.repeat)};
+  if (threads.size() > 1)
+    throw UserError("error: --ops takes one thread count per run");
+  if (!a.ops.empty())
+    args.insert(args.end(), {"--ops", join(split_list(a.ops))});
+  if (a.quick)
+    args.push_back("--quick");
+  if (!a.json.empty())
+    args.insert(args.end(), {"--json", a.json});
+  for (std::string& s : args)
+    s.erase(std::remove(s.begin(), s.end(), ' '), s.end());
+  std::vector<char*> argv;
+  for (std::string& s : args)
+    argv.push_back(s.data());
+  argv.push_back(nullptr);
+  std::cout.flush();
+  execv(argv[0], argv.data());
+  throw UserError(fmt::format("error: --ops: cannot run {}: {}", python, std::strerror(errno)));
+}
+
 int bench_command(const BenchArgs& a) {
+  if (a.library_ops)
+    return bench_library_ops(a);
   if (a.repeat < 1) throw UserError("error: --repeat must be at least 1");
   if (!(a.max_run_s > 0)) throw UserError("error: --max-run-s must be positive");
   if (a.dtype != "f32" && a.dtype != "f64" && a.dtype != "bf16")
@@ -197,6 +252,9 @@ CommandAction setup_bench(CLI::App& cmd) {
                  "thread counts, e.g. 1,all (default $UNITILE_NUM_THREADS, else all CPUs); sets "
                  "Unitile's pool and the baselines' threads");
   cmd.add_option("--repeat", a->repeat, "timed runs per side after a warm-up (default 5); medians");
+  cmd.add_flag("--ops", a->library_ops,
+               "sweep the operator library against PyTorch CPU instead (bench/ops/bench_ops.py; "
+               "--op then names library ops)");
   cmd.add_flag("--quick", a->quick, "small default shapes (seconds, for a smoke test)");
   cmd.add_option("--max-run-s", a->max_run_s,
                  "do not time a Unitile kernel whose first run takes longer (default 30)");

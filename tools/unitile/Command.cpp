@@ -111,7 +111,7 @@ std::vector<std::string> bindable_names(const Kernel& k) {
 }
 
 void add_common(CLI::App* cmd, CommonOptions& o) {
-  cmd->add_option("file", o.file, "the .ut file (run also takes a .loop Loop IR program)")->required();
+  cmd->add_option("file", o.file, "the .ut file, or op:NAME (a library op; run also takes a .loop Loop IR program)")->required();
   cmd->add_option("--kernel", o.kernel,
                   "only this kernel (default: every kernel in the file, in order)");
   cmd->add_option("--device", o.device, "device name, as `unitile devices` lists them")->required();

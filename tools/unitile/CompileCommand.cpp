@@ -2,6 +2,8 @@
 // readable output (`--emit ptx` on cuda: whatever the HCD's [toolchain] assembly names).
 #include "unitile/Command.h"
 
+#include "OpTarget.h"
+
 #include "runtime/KernelCache.h"
 #include "runtime/Session.h"
 #include "runtime/SourceFiles.h"
@@ -9,6 +11,8 @@
 #include "tune/TuningDatabase.h"
 
 #include <fmt/core.h>
+
+#include <optional>
 
 #include <iostream>
 
@@ -37,15 +41,28 @@ void print_explanation(const std::string& kernel, const Session::Built& ck) {
 
 struct CompileOptions {
   CommonOptions common;
+  OpTargetOptions op;
   std::string emit = "source";
   bool explain = false;
 };
 
 int compile_command(const CompileOptions& o) {
   const CommonOptions& co = o.common;
-  const Module m = load_module(co.file);
+  // op:NAME: the library op written out for --shape inputs (concrete shapes, so --shape
+  // describes inputs there instead of binding symbols); `--emit ut` prints its kernel.
+  const bool op_target = is_op_target(co.file);
+  if (!op_target && (!o.op.attrs.empty() || !o.op.dtypes.empty() || o.emit == "ut"))
+    throw UserError("error: --attr, --dtype and --emit ut apply to op:NAME targets only");
+  std::optional<ops::OpInstance> inst;
+  if (op_target)
+    inst = instantiate_op_target(co.file, co.shapes, {}, o.op);
+  if (inst && o.emit == "ut") {
+    std::cout << inst->text;
+    return 0;
+  }
+  const Module m = inst ? inst->module : load_module(co.file);
   const std::vector<const Kernel*> kernels = select_kernels(m, co.kernel, co.file);
-  const ShapeBindings shapes = shape_bindings(co, kernels);
+  const ShapeBindings shapes = op_target ? ShapeBindings{} : shape_bindings(co, kernels);
   auto cache = std::make_shared<KernelCache>(KernelCache::default_dir());
   Session session(open_device(co.device, device_options(co)), cache);
   session.set_schedule_lookup(tuning_database_lookup(TuningDatabase::default_path()));
@@ -93,7 +110,9 @@ CommandAction setup_compile(CLI::App& cmd) {
   add_common(&cmd, co->common);
   cmd.add_option("--emit", co->emit,
                  "what to print: source (the generated code, default) or the device "
-                 "compiler's readable output its HCD names ([toolchain] assembly, e.g. ptx)");
+                 "compiler's readable output its HCD names ([toolchain] assembly, e.g. ptx); "
+                 "ut: an op:NAME target's Kernel IR");
+  add_op_target_options(&cmd, co->op);
   cmd.add_flag("--explain", co->explain,
                "print the schedule and why it was chosen (working set per memory level, vector width, "
                "registers, threads) instead of the code");

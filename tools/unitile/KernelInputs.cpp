@@ -4,6 +4,7 @@
 #include "ir/Diagnostic.h"
 #include "runtime/Inputs.h"
 #include "runtime/Npy.h"
+#include "runtime/SourceFiles.h"
 
 #include <fmt/core.h>
 
@@ -32,10 +33,23 @@ std::vector<std::string> device_list(const std::string& devices) {
   return names;
 }
 
+KernelTarget load_kernel_target(const CommonOptions& co, const InputFlags& f,
+                                const OpTargetOptions& op) {
+  KernelTarget t;
+  t.op = is_op_target(co.file);
+  if (!t.op && (!op.attrs.empty() || !op.dtypes.empty()))
+    throw UserError("error: --attr and --dtype apply to op:NAME targets only");
+  if (t.op && !co.kernel.empty())
+    throw UserError("error: --kernel does not apply to op:NAME (it is one kernel)");
+  t.module = t.op ? instantiate_op_target(co.file, co.shapes, f.inputs, op).module
+                  : load_module(co.file);
+  return t;
+}
+
 KernelInputs check_input_flags(const CommonOptions& co, const InputFlags& f,
-                               const std::vector<const Kernel*>& kernels) {
+                               const std::vector<const Kernel*>& kernels, bool op_target) {
   KernelInputs in;
-  in.shapes = shape_bindings(co, kernels);
+  if (!op_target) in.shapes = shape_bindings(co, kernels);
   in.seed = f.seed;
   for (const auto& [name, value] : name_values(f.params, "--param", true)) {
     bool known = false;

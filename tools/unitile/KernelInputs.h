@@ -1,9 +1,12 @@
-// The flags that give kernels their inputs (--param, --input, --seed, with --shape) and
-// turning them into each kernel's bindings and tensors: shared by `unitile run` and
-// `unitile profile`, so both read the same command line the same way.
+// The kernels a command runs (a .ut file, or op:NAME) and the flags that give them their
+// inputs (--param, --input, --seed, with --shape), turned into each kernel's bindings
+// and tensors: shared by `unitile run` and `unitile profile`, so both read the same
+// command line the same way.
 #pragma once
 
 #include "unitile/Command.h"
+
+#include "OpTarget.h"
 
 #include "runtime/Session.h"
 #include "runtime/Tensor.h"
@@ -23,8 +26,19 @@ struct InputFlags {
 };
 void add_input_flags(CLI::App& cmd, InputFlags& f);
 
+/// The target's kernels: a .ut file's, or op:NAME written out for the inputs given
+/// (OpTarget.h; its shapes are concrete, so --shape describes inputs there instead of
+/// binding symbols). --attr/--dtype only apply to op:NAME, --kernel only to files.
+struct KernelTarget {
+  Module module;
+  bool op = false;
+};
+KernelTarget load_kernel_target(const CommonOptions& co, const InputFlags& f,
+                                const OpTargetOptions& op);
+
 /// The flags checked against the kernels that will run: every --param and --input
-/// names something one of them has, and no input is given twice.
+/// names something one of them has, and no input is given twice. For an op target
+/// --shape binds nothing (it described the op's inputs).
 struct KernelInputs {
   ShapeBindings shapes;                           // --shape
   ParamValues params;                             // --param, by name
@@ -32,7 +46,7 @@ struct KernelInputs {
   uint64_t seed = 0;
 };
 KernelInputs check_input_flags(const CommonOptions& co, const InputFlags& f,
-                               const std::vector<const Kernel*>& kernels);
+                               const std::vector<const Kernel*>& kernels, bool op_target = false);
 
 /// One kernel ready to run: its bound shapes and every input tensor (read from the
 /// --input files that name its inputs, random otherwise, seeded).

@@ -11,7 +11,6 @@
 #include "profile/Profiler.h"
 #include "runtime/KernelCache.h"
 #include "runtime/Session.h"
-#include "runtime/SourceFiles.h"
 #include "tune/TunedLookup.h"
 #include "tune/TuningDatabase.h"
 
@@ -32,27 +31,25 @@ constexpr const char* kProfileFooter =
     "--trace writes Chrome Trace Event JSON (open it in ui.perfetto.dev or chrome://tracing;\n"
     "pid = device, tid = queue); --html a self-contained page with each device's timeline,\n"
     "the table and a roofline against the HCD's peak rates. Files are written only when the\n"
-    "whole profile succeeded. Targets: a .ut file; op:NAME once the operator library is\n"
-    "built in; graphs and models need the graph IR (issue 7), which does not exist yet.\n";
+    "whole profile succeeded. Targets: a .ut file, or op:NAME with `unitile run`'s flags\n"
+    "(--shape X=2x3 --dtype f64 --attr K=V); graphs and models need the graph IR (issue 7),\n"
+    "which does not exist yet.\n";
 
 struct ProfileArgs {
   InputFlags in;
+  OpTargetOptions op;
   int repeat = 1;
   std::string trace, html;
 };
 
 // Refuse what cannot be profiled yet, with the reason, before anything runs.
 void check_target(const std::string& target) {
-  if (target.rfind("op:", 0) == 0)
-    throw UserError(fmt::format(
-        "error: {}: profiling a library op needs the operator library (src/ops, `unitile run "
-        "op:NAME`), which is not in this build yet; profile a .ut file that defines the kernel",
-        target));
-  if (target.size() > 3 && target.compare(target.size() - 3, 3, ".ut") == 0)
-    return;
+  if (is_op_target(target)) return;
+  if (target.size() > 3 && target.compare(target.size() - 3, 3, ".ut") == 0) return;
   throw UserError(fmt::format(
-      "error: {}: unitile profile runs the kernels of a .ut file; graphs and models (ONNX, "
-      "training steps) need the graph IR (issue 7), which does not exist yet",
+      "error: {}: unitile profile runs the kernels of a .ut file or a library op (op:NAME); "
+      "graphs and models (ONNX, training steps) need the graph IR (issue 7), which does not "
+      "exist yet",
       target));
 }
 
@@ -66,9 +63,10 @@ int profile_command(const CommonOptions& co, const ProfileArgs& pa) {
   if (!pa.html.empty())
     profile::check_writable(pa.html, "--html");
 
-  const Module m = load_module(co.file);
-  const std::vector<const Kernel*> kernels = select_kernels(m, co.kernel, co.file);
-  const KernelInputs in = check_input_flags(co, pa.in, kernels);
+  // The same path as `unitile run`: a .ut file's kernels, or op:NAME written out.
+  const KernelTarget target = load_kernel_target(co, pa.in, pa.op);
+  const std::vector<const Kernel*> kernels = select_kernels(target.module, co.kernel, co.file);
+  const KernelInputs in = check_input_flags(co, pa.in, kernels, target.op);
   const std::vector<std::string> device_names = device_list(co.device);
   if (device_names.size() > 1 && !co.device_plugin.empty())
     throw UserError("error: --device-plugin loads one device; --device must then name one");
@@ -117,7 +115,9 @@ CommandAction setup_profile(CLI::App& cmd) {
   auto co = std::make_shared<CommonOptions>();
   auto pa = std::make_shared<ProfileArgs>();
   add_common(&cmd, *co);
-  cmd.get_option("file")->description("a .ut file (every kernel in it, in order, or --kernel)");
+  cmd.get_option("file")->description(
+      "a .ut file (every kernel in it, in order, or --kernel) or op:NAME (a library op; see "
+      "`unitile ops`)");
   // Repeated --device options join into one comma list: `--device cpu --device sim`
   // is `--device cpu,sim`.
   cmd.get_option("--device")
@@ -125,6 +125,7 @@ CommandAction setup_profile(CLI::App& cmd) {
       ->multi_option_policy(CLI::MultiOptionPolicy::Join)
       ->delimiter(',');
   add_input_flags(cmd, pa->in);
+  add_op_target_options(&cmd, pa->op);
   cmd.add_option("--repeat", pa->repeat,
                  "recorded passes over the kernels after the warm-up (default 1)");
   cmd.add_option("--trace", pa->trace, "write a Chrome Trace Event JSON file (Perfetto opens it)");

@@ -3,6 +3,8 @@
 #include "unitile/Command.h"
 #include "unitile/KernelInputs.h"
 
+#include "OpTarget.h"
+
 #include "backends/sim/ChipReport.h"
 #include "ir/Diagnostic.h"
 #include "ir/Parser.h"
@@ -28,6 +30,9 @@ namespace unitile::cli {
 namespace {
 
 constexpr const char* kRunFooter =
+    "FILE may be op:NAME, a library op (`unitile ops` lists them): its inputs come from\n"
+    "--input NAME=FILE.npy or --shape NAME=2x3x4 (random, with --dtype), attributes from\n"
+    "--attr NAME=VALUE.\n"
     "Inputs not given with --input are random, seeded by --seed: floats uniform in [-1, 1]\n"
     "(rounded to the dtype), signed integers in [-8, 8], u8 in [0, 8], bools 0/1.\n"
     ".npy dtypes: <f2 f16, <f4 f32, <f8 f64, |i1 i8, <i2 i16, <i4 i32, <i8 i64, |u1 u8,\n"
@@ -49,6 +54,7 @@ struct RunOptions {
   int repeat = 0;
   bool report = false, report_warm = false;
   std::string report_json;
+  OpTargetOptions op;
 };
 
 void print_timing(const RunResult& result) {
@@ -134,9 +140,10 @@ sim::KernelReport model_kernel(const Session& session, const CompiledKernel& ck,
 int run_command(const CommonOptions& co, const RunOptions& ro) {
   if (co.file.ends_with(".loop"))
     return run_loop_program(co, ro);
-  const Module m = load_module(co.file);
+  const KernelTarget target = load_kernel_target(co, ro.in, ro.op);
+  const Module& m = target.module;
   const std::vector<const Kernel*> kernels = select_kernels(m, co.kernel, co.file);
-  const KernelInputs in = check_input_flags(co, ro.in, kernels);
+  const KernelInputs in = check_input_flags(co, ro.in, kernels, target.op);
   const ParamValues& params = in.params;
   if (ro.repeat < 0)
     throw UserError("error: --repeat must be at least 0");
@@ -146,8 +153,6 @@ int run_command(const CommonOptions& co, const RunOptions& ro) {
   const bool several = device_names.size() > 1;
   if (several && !co.device_plugin.empty())
     throw UserError("error: --device-plugin loads one device; --device must then name one");
-  if (several && !ro.output_dir.empty())
-    throw UserError("error: --output-dir writes one device's outputs; --device must then name one");
   auto cache = std::make_shared<KernelCache>(KernelCache::default_dir());
   std::vector<Session> sessions;
   for (const std::string& name : device_names) {
@@ -179,13 +184,16 @@ int run_command(const CommonOptions& co, const RunOptions& ro) {
       auto compiled = session.compile(*k, b);
       RunResult result = session.run(*compiled, inputs, params, ro.repeat);
       if (!ro.output_dir.empty()) {
+        // With several devices each writes into DIR/<device>/.
+        const std::filesystem::path dir =
+            several ? std::filesystem::path(ro.output_dir) / session.device().name()
+                    : std::filesystem::path(ro.output_dir);
         std::error_code ec;
-        std::filesystem::create_directories(ro.output_dir, ec);
+        std::filesystem::create_directories(dir, ec);
         if (ec)
-          throw UserError(fmt::format("error: --output-dir {}: {}", ro.output_dir, ec.message()));
+          throw UserError(fmt::format("error: --output-dir {}: {}", dir.string(), ec.message()));
         for (const std::string& name : order) {
-          const std::string path =
-              (std::filesystem::path(ro.output_dir) / (name + ".npy")).string();
+          const std::string path = (dir / (name + ".npy")).string();
           write_npy(path, result.outputs.at(name));
           std::cout << fmt::format("output: {} {}{} -> {}\n", name,
                                    dtype_name(result.outputs.at(name).dtype),
@@ -236,7 +244,9 @@ CommandAction setup_run(CLI::App& cmd) {
       ->description(
           "device name, as `unitile devices` lists them; a list (cpu,opencl) runs on each in turn");
   add_input_flags(cmd, ro->in);
-  cmd.add_option("--output-dir", ro->output_dir, "write each output as DIR/<name>.npy");
+  cmd.add_option("--output-dir", ro->output_dir,
+                 "write each output as DIR/<name>.npy (DIR/<device>/<name>.npy with several devices)");
+  add_op_target_options(&cmd, ro->op);
   cmd.add_flag("--check", ro->check, "also run on sim and compare every output");
   cmd.add_option("--repeat", ro->repeat, "time N device runs after one warm-up (median and min)");
   cmd.add_flag("--report", ro->report,
