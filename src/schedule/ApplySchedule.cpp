@@ -62,6 +62,7 @@ Stmt apply_one(const LoopProgram& p, const Stmt& body, const Primitive& x, const
   case PrimitiveKind::CacheWrite: return cache_write(p, body, x.buffer, x.scope, x.at);
   case PrimitiveKind::MicroKernel: return micro_kernel(p, body, x.at, hcd);
   case PrimitiveKind::ComputeAt:
+  case PrimitiveKind::FoldInit:
   case PrimitiveKind::Inline: break;
   }
   internal_fail(__FILE__, __LINE__, "program-level primitive applied to one func");
@@ -110,6 +111,10 @@ LoopProgram lower_scheduled(const Kernel& kernel, const ShapeBindings& b, const 
     try {
       if (x.kind == PrimitiveKind::ComputeAt) {
         p = compute_at(p, x.buffer, x.at);
+        continue;
+      }
+      if (x.kind == PrimitiveKind::FoldInit) {
+        p = fold_init(p, x.buffer);
         continue;
       }
       const std::vector<std::string> loops = named_loops(x);

@@ -232,6 +232,11 @@ std::vector<Primitive> gemm_schedule(const GemmSite& s, const GemmTiling& t) {
   Primitive mk = prim(PrimitiveKind::MicroKernel);
   mk.at = i + "_m";
   out.push_back(mk);
+  // No init launch: the register tile starts as zeros on the first reduction block.
+  Primitive fold;
+  fold.kind = PrimitiveKind::FoldInit;
+  fold.buffer = s.output;
+  out.push_back(fold);
   return out;
 }
 
@@ -259,7 +264,7 @@ AutoSchedule auto_schedule(const Kernel& k, const ShapeBindings& b, const hcd::H
     bool blocked = true;
     if (!try_add(gemm_schedule(site, t)) && !try_add(gemm_schedule(site, unpacked))) {
       std::vector<Primitive> plain = gemm_schedule(site, unpacked);
-      plain.pop_back(); // no micro-kernel
+      std::erase_if(plain, [](const Primitive& x) { return x.kind == PrimitiveKind::MicroKernel; });
       if (!try_add(plain)) continue;
       blocked = false;
     }

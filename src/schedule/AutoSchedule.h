@@ -46,7 +46,7 @@ struct GemmSite {
 std::vector<GemmSite> gemm_sites(const Kernel& k, const ShapeBindings& b, const hcd::Hcd& hcd);
 /// The primitives of a register-blocked GEMM schedule for `site` under tiling `t`:
 /// blocking splits, the loop order, the parallel block loop, operand packing (when
-/// t.pack_a / t.pack_b) and the micro-kernel.
+/// t.pack_a / t.pack_b), the micro-kernel and the init folded into the update.
 std::vector<Primitive> gemm_schedule(const GemmSite& site, const GemmTiling& t);
 /// The tiling fits the HCD (register file, L1, L2); when not, `why` says which limit.
 bool gemm_tiling_fits(const GemmSite& site, const GemmTiling& t, const hcd::Hcd& hcd, std::string* why);

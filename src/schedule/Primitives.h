@@ -75,6 +75,11 @@ Stmt micro_kernel(const LoopProgram& p, const Stmt& body, const std::string& at,
 /// at the element the producer writes in the same iteration of the shared loop.
 LoopProgram compute_at(const LoopProgram& p, const std::string& buffer, const std::string& at);
 
+/// fold_init: the init launch of reduction output `buffer` is dropped and its update
+/// reads the identity instead of `buffer` at the first visit of each element (a
+/// register tile starts as the identity on the first reduction block).
+LoopProgram fold_init(const LoopProgram& p, const std::string& buffer);
+
 /// inline (Kernel IR): substitute the local `buffer`, written once by an assignment,
 /// into every statement that reads it, and drop it.
 Kernel inline_local(const Kernel& k, const std::string& buffer);

@@ -31,6 +31,7 @@ enum class PrimitiveKind : uint8_t {
   ComputeAt,   // the statement writing `buffer` runs inside the consumer's loop `at`
   Inline,      // the local `buffer` is substituted into its readers (Kernel IR)
   MicroKernel, // register-blocked contraction at loop `at` (see MicroKernel.cpp)
+  FoldInit,    // buffer's init launch is dropped; the update reads the identity on first visit
 };
 
 const char* primitive_name(PrimitiveKind k); // "split", "cache_write", ...
@@ -40,7 +41,7 @@ struct Primitive {
   std::vector<std::string> vars;
   std::vector<int64_t> factors;
   std::string outer, inner; // Split names (default VAR_o, VAR_i); Fuse name in `outer`
-  std::string buffer;       // Stage, CacheWrite, ComputeAt, Inline
+  std::string buffer;       // Stage, CacheWrite, ComputeAt, Inline, FoldInit
   std::string at;           // Stage, CacheWrite, ComputeAt, MicroKernel: a loop variable
   MemScope scope = MemScope::Local;
   ForKind bind = ForKind::GridX;
