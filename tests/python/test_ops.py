@@ -117,3 +117,47 @@ def test_reductions(device, x, axes, keepdims):
     axis = tuple(axes) if axes else None
     for n, got in zip(names, every_reduction(xx, device=device)):
         check(n, got, REDUCE[n](xx.astype(np.float64), axis=axis, keepdims=keepdims), rtol=1e-5, atol=1e-5)
+
+
+def np_softmax(x, axis=-1):
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_ops_with_attributes_and_optional_inputs(device, rng):
+    x = rng.standard_normal((4, 8)).astype(np.float32)
+    s = rng.standard_normal(8).astype(np.float32)
+    b = rng.standard_normal(8).astype(np.float32)
+    w = rng.standard_normal((5, 8)).astype(np.float32)
+    c = rng.standard_normal((4, 5)).astype(np.float32)
+    q, k, v = (rng.standard_normal((1, 2, 6, 8)).astype(np.float32) for _ in range(3))  # [batch, heads, seq, d]
+
+    @tl.kernel
+    def attributed(x, s, b, w, c, q, k, v):
+        return (tl.leaky_relu(x, alpha=0.2), tl.clip(x, min=-0.5, max=0.5), tl.log_softmax(x, axis=0),
+                tl.layernorm(x, s, b, epsilon=1e-5), tl.rmsnorm(x, s), tl.layernorm(x),
+                tl.gemm(x, w, c, alpha=0.5, beta=2.0, transB=True), tl.cumsum(x, axis=1),
+                tl.argmax(x, axis=1, keepdims=False), tl.var(x, axes=[1], keepdims=False),
+                tl.scaled_dot_product_attention(q, k, v), tl.scaled_dot_product_attention(q, k, v, causal=True))
+
+    x64 = x.astype(np.float64)
+    mean, var = x64.mean(-1, keepdims=True), x64.var(-1, keepdims=True)
+    scores = q.astype(np.float64) @ k.swapaxes(-1, -2) / np.sqrt(8)
+    causal = np.where(np.tril(np.ones((6, 6), bool)), scores, -np.inf)
+    want = [
+        ("leaky_relu", np.where(x64 > 0, x64, 0.2 * x64)), ("clip", np.clip(x64, -0.5, 0.5)),
+        ("log_softmax", np.log(np_softmax(x64, axis=0))),
+        ("layernorm", (x64 - mean) / np.sqrt(var + 1e-5) * s + b),
+        ("rmsnorm", x64 / np.sqrt((x64 * x64).mean(-1, keepdims=True) + 1e-5) * s),
+        ("layernorm without scale and bias", (x64 - mean) / np.sqrt(var + 1e-5)),
+        ("gemm", 0.5 * x64 @ w.T + 2.0 * c), ("cumsum", np.cumsum(x64, axis=1)),
+        ("argmax", np.argmax(x, axis=1)), ("var", x64.var(axis=1)),
+        ("scaled_dot_product_attention", np_softmax(scores) @ v),
+        ("scaled_dot_product_attention causal", np_softmax(causal) @ v),
+    ]
+    for (name, expected), got in zip(want, attributed(x, s, b, w, c, q, k, v, device=device)):
+        if name == "argmax":
+            np.testing.assert_array_equal(got, expected, err_msg=f"op {name}")
+        else:
+            check(name, got, expected, rtol=1e-4, atol=1e-5)
