@@ -63,6 +63,7 @@ Stmt apply_one(const LoopProgram& p, const Stmt& body, const Primitive& x, const
   case PrimitiveKind::MicroKernel: return micro_kernel(p, body, x.at, hcd);
   case PrimitiveKind::ComputeAt:
   case PrimitiveKind::FoldInit:
+  case PrimitiveKind::Epilogue:
   case PrimitiveKind::Inline: break;
   }
   internal_fail(__FILE__, __LINE__, "program-level primitive applied to one func");
@@ -115,6 +116,10 @@ LoopProgram lower_scheduled(const Kernel& kernel, const ShapeBindings& b, const 
       }
       if (x.kind == PrimitiveKind::FoldInit) {
         p = fold_init(p, x.buffer);
+        continue;
+      }
+      if (x.kind == PrimitiveKind::Epilogue) {
+        p = epilogue(p, x.buffer);
         continue;
       }
       const std::vector<std::string> loops = named_loops(x);
