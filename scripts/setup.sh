@@ -14,8 +14,9 @@ APT_PACKAGES=(
   llvm-14-tools
   ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo
   python3 python3-venv python3-numpy
-  python3-pytest python3-pytest-xdist  # tests/ops: the op tests, two workers
-  python3-torch            # tests/ops: autograd references of the backward ops; PyTorch baselines
+  python3-dev              # the Python package's extension (headers for nanobind)
+  python3-pytest python3-pytest-xdist  # tests/ops and tests/python: the op tests (two workers), the package's
+  python3-torch            # tests/ops: autograd references of the backward ops; PyTorch baselines; DLPack tests
   libopenblas-dev          # `unitile bench` baseline only (bench/baselines), never linked by unitile
   libdnnl-dev              # oneDNN: `unitile bench` baseline only
   gcc-aarch64-linux-gnu    # cpu-aarch64: the NEON cross compiler (and the kernel server's)
@@ -40,11 +41,15 @@ if [[ "${UNITILE_SKIP_APT:-0}" != 1 ]]; then
   fi
 fi
 
-# A venv from Debian's own interpreter sees Debian's numpy; lit comes from PyPI.
+# A venv from Debian's own interpreter sees Debian's numpy; the rest comes from PyPI:
+# lit (the text tests), nanobind and scikit-build-core (the Python package, built into
+# build/ and by `pip install .`); pytest is Debian's.
 if [[ ! -x .venv/bin/python ]]; then
   /usr/bin/python3 -m venv --system-site-packages .venv
 fi
-.venv/bin/python -c "import lit" 2>/dev/null || .venv/bin/pip install -q lit
+PIP_PACKAGES=(lit nanobind scikit-build-core)
+.venv/bin/python -c "import lit, nanobind, scikit_build_core" 2>/dev/null ||
+  .venv/bin/pip install -q "${PIP_PACKAGES[@]}"
 
 BUILD_DIR=${UNITILE_BUILD_DIR:-build}
 WERROR=OFF

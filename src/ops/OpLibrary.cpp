@@ -20,6 +20,9 @@ std::vector<OpDef> build_library() {
   std::vector<OpDef> ops;
   add_elementwise_ops(ops);
   add_reduction_ops(ops);
+  add_matmul_ops(ops);
+  add_normalization_ops(ops);
+  add_attention_ops(ops);
   std::sort(ops.begin(), ops.end(),
             [](const OpDef& a, const OpDef& b) { return a.name < b.name; });
   for (size_t i = 1; i < ops.size(); ++i)

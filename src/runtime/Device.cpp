@@ -65,6 +65,21 @@ DeviceBuffer Device::alloc(size_t bytes) const {
   return DeviceBuffer(plugin_, b, bytes);
 }
 
+void* Device::host_pointer(const DeviceBuffer& b) const {
+  UT_INTERNAL_ASSERT(shares_host_memory(), "host_pointer on a device whose buffers are not host memory");
+  return plugin_->host_memory()->host_pointer(b.handle());
+}
+
+DeviceBuffer Device::wrap_host(void* data, size_t bytes) const {
+  UT_INTERNAL_ASSERT(shares_host_memory(), "wrap_host on a device whose buffers are not host memory");
+  ut_error err{};
+  ut_buffer* b = nullptr;
+  check_status(plugin_->host_memory()->wrap(data, bytes, &b, &err), err, name_,
+               fmt::format("wrapping {} bytes of host memory", bytes));
+  UT_INTERNAL_ASSERT(b != nullptr, "plugin wrap returned UT_OK and no buffer");
+  return DeviceBuffer(plugin_, b, bytes);
+}
+
 void Device::copy_in(const DeviceBuffer& dst, const void* src, size_t bytes) const {
   UT_INTERNAL_ASSERT(bytes <= dst.bytes(), "copy_in past the end of a buffer");
   if (bytes == 0) return;

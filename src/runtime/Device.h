@@ -75,6 +75,13 @@ public:
   const std::shared_ptr<const DevicePlugin>& plugin() const { return plugin_; }
 
   DeviceBuffer alloc(size_t bytes) const;
+  /// Whether buffers are host memory (the plugin has the host-memory extension).
+  bool shares_host_memory() const { return plugin_->host_memory() != nullptr; }
+  /// The buffer's bytes in this process (shares_host_memory() only).
+  void* host_pointer(const DeviceBuffer& b) const;
+  /// A buffer over host memory the caller owns, without a copy (shares_host_memory() only);
+  /// the memory must outlive the buffer.
+  DeviceBuffer wrap_host(void* data, size_t bytes) const;
   void copy_in(const DeviceBuffer& dst, const void* src, size_t bytes) const;
   void copy_out(void* dst, const DeviceBuffer& src, size_t bytes) const;
   /// Compile source in the HCD's dialect; returns the binary's bytes (the plugin's

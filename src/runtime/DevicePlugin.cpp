@@ -46,8 +46,8 @@ void check_status(ut_status status, const ut_error& err, std::string_view device
                                   message));
 }
 
-DevicePlugin::DevicePlugin(std::string path, const ut_device_api* api)
-    : path_(std::move(path)), api_(api) {
+DevicePlugin::DevicePlugin(std::string path, const ut_device_api* api, const ut_host_memory_api* host_memory)
+    : path_(std::move(path)), api_(api), host_memory_(host_memory) {
   if (!api_) throw UserError(fmt::format("error: plugin {}: {}() returned no device table", path_,
                                          UT_DEVICE_PLUGIN_SYMBOL));
   check_device_abi(api_->abi_version, path_);
@@ -82,7 +82,17 @@ std::shared_ptr<const DevicePlugin> DevicePlugin::load(const std::string& path) 
     throw UserError(fmt::format("error: {} is not a Unitile device plugin: it does not export {}",
                                 path, UT_DEVICE_PLUGIN_SYMBOL));
   auto entry = reinterpret_cast<ut_device_plugin_fn>(sym);
-  return std::make_shared<const DevicePlugin>(path, entry());
+  const ut_host_memory_api* host = nullptr;
+  if (void* host_sym = dlsym(handle, UT_HOST_MEMORY_SYMBOL)) {
+    host = reinterpret_cast<ut_host_memory_fn>(host_sym)();
+    if (host && host->abi_version != UT_HOST_MEMORY_ABI_VERSION)
+      throw UserError(fmt::format("error: plugin {} was built for host-memory extension v{}; this runtime "
+                                  "speaks v{}",
+                                  path, host->abi_version, UT_HOST_MEMORY_ABI_VERSION));
+    if (host && (!host->host_pointer || !host->wrap))
+      throw UserError(fmt::format("error: plugin {}: its host-memory extension has a NULL call", path));
+  }
+  return std::make_shared<const DevicePlugin>(path, entry(), host);
 }
 
 } // namespace unitile

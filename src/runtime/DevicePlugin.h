@@ -4,6 +4,7 @@
 #pragma once
 
 #include "unitile/device.h"
+#include "unitile/host_memory.h"
 
 #include <memory>
 #include <string>
@@ -23,12 +24,17 @@ public:
   const ut_device_info& info() const { return info_; }
   std::string name() const { return info_.name ? info_.name : ""; }
 
+  /// The optional host-memory extension (unitile/host_memory.h), or nullptr when the
+  /// plugin's buffers are not host memory.
+  const ut_host_memory_api* host_memory() const { return host_memory_; }
+
   /// Build from an already-resolved table (tests; plugins linked into the process).
-  DevicePlugin(std::string path, const ut_device_api* api);
+  DevicePlugin(std::string path, const ut_device_api* api, const ut_host_memory_api* host_memory = nullptr);
 
 private:
   std::string path_;
   const ut_device_api* api_ = nullptr;
+  const ut_host_memory_api* host_memory_ = nullptr;
   ut_device_info info_{};
 };
 

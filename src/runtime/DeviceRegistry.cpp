@@ -5,6 +5,8 @@
 
 #include <fmt/core.h>
 
+#include <dlfcn.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
@@ -30,6 +32,19 @@ std::string executable_plugin_dir() {
   fs::path exe = fs::read_symlink("/proc/self/exe", ec);
   if (ec || exe.empty()) return {};
   return (exe.parent_path().parent_path() / "lib" / "unitile" / "plugins").lexically_normal().string();
+}
+
+// <folder of the shared library holding this code>/plugins, when that library is not the
+// executable: the Python package keeps its plugins beside its extension module.
+std::string library_plugin_dir() {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&library_plugin_dir), &info) == 0 || !info.dli_fname) return {};
+  std::error_code ec;
+  fs::path lib = fs::canonical(info.dli_fname, ec);
+  if (ec) return {};
+  fs::path exe = fs::canonical("/proc/self/exe", ec);
+  if (!ec && exe == lib) return {};
+  return (lib.parent_path() / "plugins").string();
 }
 
 // One DevicePlugin per path for the life of the process (plugins are never unloaded).
@@ -64,6 +79,7 @@ std::vector<std::string> plugin_search_path() {
     std::string dir;
     while (std::getline(ss, dir, ':')) add(dir);
   }
+  add(library_plugin_dir());
   add(executable_plugin_dir());
   add(UNITILE_INSTALL_PLUGIN_DIR);
   return dirs;

@@ -1,6 +1,7 @@
 // Finding device plugins by name: libunitile-device-<name>.so on a search path of
-// $UNITILE_PLUGIN_PATH, <dir of the executable>/../lib/unitile/plugins, and the install
-// prefix's plugin directory, in that order (the first file of a name wins).
+// $UNITILE_PLUGIN_PATH, <dir of the shared library holding the runtime>/plugins (when it
+// is a library, such as the Python extension), <dir of the executable>/../lib/unitile/plugins,
+// and the install prefix's plugin directory, in that order (the first file of a name wins).
 #pragma once
 
 #include "runtime/Device.h"

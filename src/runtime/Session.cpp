@@ -25,6 +25,17 @@ struct BoundBuffers {
   std::vector<ut_arg> args;
 };
 
+// The scalar arguments after the buffers: every runtime param, narrowed as declared.
+void bind_params(const CompiledKernel& ck, const ParamValues& params, std::vector<ut_arg>& args);
+
+ut_arg buffer_arg(DType dtype, const DeviceBuffer& b) {
+  ut_arg a{};
+  a.kind = UT_ARG_BUFFER;
+  a.dtype = static_cast<uint32_t>(dtype);
+  a.value.buffer = b.handle();
+  return a;
+}
+
 BoundBuffers bind_buffers(const Device& dev, const CompiledKernel& ck,
                           const std::map<std::string, Tensor>& inputs, const ParamValues& params) {
   BoundBuffers bb;
@@ -38,12 +49,13 @@ BoundBuffers bind_buffers(const Device& dev, const CompiledKernel& ck,
       check_input_tensor(buf.name, buf.dtype, buf.shape, it->second);
       dev.copy_in(bb.buffers.back(), it->second.data.data(), bytes);
     }
-    ut_arg a{};
-    a.kind = UT_ARG_BUFFER;
-    a.dtype = static_cast<uint32_t>(buf.dtype);
-    a.value.buffer = bb.buffers.back().handle();
-    bb.args.push_back(a);
+    bb.args.push_back(buffer_arg(buf.dtype, bb.buffers.back()));
   }
+  bind_params(ck, params, bb.args);
+  return bb;
+}
+
+void bind_params(const CompiledKernel& ck, const ParamValues& params, std::vector<ut_arg>& args) {
   for (const ParamDecl& p : ck.program.params) {
     auto it = params.find(p.name);
     if (it == params.end())
@@ -61,14 +73,13 @@ BoundBuffers bind_buffers(const Device& dev, const CompiledKernel& ck,
       a.kind = UT_ARG_I64;
       a.value.i64 = static_cast<int64_t>(it->second);
     }
-    bb.args.push_back(a);
+    args.push_back(a);
   }
-  return bb;
 }
 
-void launch_all(const Device& dev, const CompiledKernel& ck, const BoundBuffers& bb) {
+void launch_all(const Device& dev, const CompiledKernel& ck, const std::vector<ut_arg>& args) {
   for (size_t i = 0; i < ck.entries.size(); ++i)
-    dev.launch(ck.entries[i], ck.launch[i], bb.args,
+    dev.launch(ck.entries[i], ck.launch[i], args,
                fmt::format("{} (func {})", ck.kernel_name, ck.program.funcs[i].name));
 }
 
@@ -187,7 +198,7 @@ std::shared_ptr<const CompiledKernel> Session::load_built(Built built, const std
 RunResult Session::run(const CompiledKernel& ck, const std::map<std::string, Tensor>& inputs,
                        const ParamValues& params, int repeat) {
   BoundBuffers bb = bind_buffers(device_, ck, inputs, params);
-  launch_all(device_, ck, bb);
+  launch_all(device_, ck, bb.args);
   device_.synchronize();
 
   RunResult result;
@@ -204,13 +215,47 @@ RunResult Session::run(const CompiledKernel& ck, const std::map<std::string, Ten
   std::vector<double> samples;
   for (int r = 0; r < repeat; ++r) {
     DeviceEvent start = device_.record_event();
-    launch_all(device_, ck, bb);
+    launch_all(device_, ck, bb.args);
     DeviceEvent end = device_.record_event();
     device_.synchronize();
     samples.push_back(device_.elapsed_ms(start, end));
   }
   result.timing = summarize_timing(std::move(samples));
   return result;
+}
+
+std::map<std::string, DeviceTensor> Session::run_resident(const CompiledKernel& ck,
+                                                          const std::map<std::string, DeviceTensor>& inputs,
+                                                          const ParamValues& params) {
+  std::map<std::string, DeviceTensor> outputs;
+  std::vector<DeviceBuffer> workspace; // locals, freed after the call
+  std::vector<ut_arg> args;
+  for (const LoopBuffer& buf : ck.program.buffers) {
+    const size_t bytes = shape_numel(buf.shape) * static_cast<size_t>(dtype_bytes(buf.dtype));
+    if (buf.role == TensorRole::Input) {
+      auto it = inputs.find(buf.name);
+      if (it == inputs.end())
+        throw UserError(fmt::format("error: kernel {}: no value for input '{}'", ck.kernel_name, buf.name));
+      const DeviceTensor& t = it->second;
+      if (t.dtype != buf.dtype || t.shape != buf.shape)
+        throw UserError(fmt::format("error: kernel {}: input '{}' must be {}{} but is {}{}", ck.kernel_name,
+                                    buf.name, dtype_name(buf.dtype), shape_string(buf.shape),
+                                    dtype_name(t.dtype), shape_string(t.shape)));
+      UT_INTERNAL_ASSERT(t.buffer && t.buffer->bytes() >= bytes, "a device tensor smaller than its shape");
+      args.push_back(buffer_arg(buf.dtype, *t.buffer));
+    } else if (buf.role == TensorRole::Output) {
+      auto b = std::make_shared<DeviceBuffer>(device_.alloc(bytes));
+      args.push_back(buffer_arg(buf.dtype, *b));
+      outputs.emplace(buf.name, DeviceTensor{buf.dtype, buf.shape, std::move(b)});
+    } else {
+      workspace.push_back(device_.alloc(bytes));
+      args.push_back(buffer_arg(buf.dtype, workspace.back()));
+    }
+  }
+  bind_params(ck, params, args);
+  launch_all(device_, ck, args);
+  device_.synchronize();
+  return outputs;
 }
 
 Timing summarize_timing(std::vector<double> samples_ms) {

@@ -9,6 +9,7 @@
 #include "ir/Kernel.h"
 #include "ir/Loop.h"
 #include "runtime/Device.h"
+#include "runtime/DeviceTensor.h"
 #include "runtime/KernelCache.h"
 #include "runtime/Tensor.h"
 #include "schedule/Schedule.h"
@@ -107,6 +108,13 @@ public:
   /// kernel is also timed. A missing or mismatched input or param is a UserError.
   RunResult run(const CompiledKernel& ck, const std::map<std::string, Tensor>& inputs,
                 const ParamValues& params, int repeat = 0);
+
+  /// Run every func in order on device-resident inputs (each with the declared dtype and
+  /// concrete shape, in this session's device memory); the outputs stay on the device,
+  /// freshly allocated. Nothing is copied through the host.
+  std::map<std::string, DeviceTensor> run_resident(const CompiledKernel& ck,
+                                                   const std::map<std::string, DeviceTensor>& inputs,
+                                                   const ParamValues& params);
 
   /// The options string handed to the device compiler: the HCD's compiler and flags.
   std::string compile_options() const;

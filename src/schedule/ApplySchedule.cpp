@@ -55,7 +55,13 @@ Stmt apply_one(const LoopProgram& p, const Stmt& body, const Primitive& x, const
   case PrimitiveKind::Fuse:
     return fuse_loops(body, x.vars[0], x.vars[1], x.outer.empty() ? x.vars[0] + "_" + x.vars[1] : x.outer);
   case PrimitiveKind::Parallel: return parallelize_loop(body, x.vars[0]);
-  case PrimitiveKind::Vectorize: return vectorize_loop(body, x.vars[0]);
+  case PrimitiveKind::Vectorize: {
+    // Reduction loops named v get lane-wide accumulators; otherwise the loop is marked.
+    int reductions = 0;
+    Stmt r = vectorize_reduction(body, x.vars[0], [&](DType t) { return std::max(1, hcd.lanes_for(t)); },
+                                 &reductions);
+    return reductions ? r : vectorize_loop(body, x.vars[0]);
+  }
   case PrimitiveKind::Unroll: return unroll_loop(body, x.vars[0]);
   case PrimitiveKind::Bind: return bind_loop(body, x.vars[0], x.bind);
   case PrimitiveKind::Stage: return stage_buffer(p, body, x.buffer, x.scope, x.at);

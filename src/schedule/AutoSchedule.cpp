@@ -13,6 +13,7 @@
 #include "schedule/AutoSchedule.h"
 
 #include "schedule/ApplySchedule.h"
+#include "schedule/Primitives.h"
 #include "schedule/Lower.h"
 #include "schedule/LoopRewrite.h"
 
@@ -336,6 +337,38 @@ AutoSchedule auto_schedule(const Kernel& k, const ShapeBindings& b, const hcd::H
     if (try_add({par}))
       a.reasons.push_back(fmt::format("{}: loop '{}' ({} iterations) in parallel over {} compute units", par.on,
                                       par.vars[0], *const_int_value(f.body->extent), h.units));
+  }
+  // Reductions into a register accumulator along a unit-stride loop: one partial result
+  // per vector lane (VectorizeReduction.cpp), so the loop runs at vector width.
+  p = lower_scheduled(k, b, h, s);
+  std::set<std::pair<std::string, std::string>> vectorized;
+  for (const LoopFunc& f : p.funcs) {
+    std::string out;
+    std::function<void(const Stmt&)> find_out = [&](const Stmt& x) {
+      if (x->kind == StmtKind::Store && p.find_buffer(x->buffer) && out.empty()) out = x->buffer;
+      for (const Stmt& c : x->body) find_out(c);
+    };
+    find_out(f.body);
+    std::function<void(const Stmt&)> walk = [&](const Stmt& x) {
+      if (x->kind == StmtKind::Allocate && x->scope == MemScope::Register && x->shape == std::vector<int64_t>{1}) {
+        const int lanes = std::max(1, h.lanes_for(x->dtype));
+        const std::vector<Stmt>& stmts = x->body[0]->kind == StmtKind::Block ? x->body[0]->body : x->body;
+        for (const Stmt& loop : stmts)
+          if (lanes > 1 && is_vectorizable_reduction(loop, x->buffer, lanes) &&
+              vectorized.insert({loop->var, out}).second) {
+            Primitive vec;
+            vec.kind = PrimitiveKind::Vectorize;
+            vec.vars = {loop->var};
+            vec.on = out;
+            if (try_add({vec}))
+              a.reasons.push_back(fmt::format("{}: reduction over '{}' ({} iterations) in {} vector lanes of {}",
+                                              out, loop->var, *const_int_value(loop->extent), lanes,
+                                              dtype_name(x->dtype)));
+          }
+      }
+      for (const Stmt& c : x->body) walk(c);
+    };
+    walk(f.body);
   }
   if (a.reasons.empty()) a.reasons.push_back("default schedule: nothing to block or fuse");
   a.reasons.push_back(fmt::format("vector width: {} bits ({} f32 lanes)", h.vector_bits, h.lanes_for(DType::F32)));

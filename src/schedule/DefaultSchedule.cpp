@@ -37,6 +37,8 @@ std::string choose_innermost(const Comprehension& c, const std::vector<Expr>& ac
   std::string best;
   double best_score = -1;
   for (const std::string& v : candidates) {
+    // A loop of one iteration (a kept reduced axis) is never worth being innermost.
+    if (loops.count(v) && loops.at(v) == 1 && candidates.size() > 1) continue;
     double score = 0;
     for (const Expr& a : accesses)
       if (unit_stride_in(a, v)) score += footprint(a, loops);
@@ -78,7 +80,8 @@ NestPlan plan_nest(const Comprehension& c, const Expr& store, const Expr& value,
     std::vector<Expr> accesses = reads;
     accesses.push_back(store);
     inner = choose_innermost(c, accesses, loops);
-    if (output_row_innermost && !spatial.empty() && unit_stride_in(store, spatial.back()) &&
+    if (output_row_innermost && !spatial.empty() && loops.at(spatial.back()) > 1 &&
+        unit_stride_in(store, spatial.back()) &&
         reads_allow_vectorizing(reads, spatial.back()))
       inner = spatial.back();
     if (!inner.empty() && is_spatial(inner) && compute_type(out) == out) {

@@ -12,6 +12,8 @@
 #include "ir/Kernel.h"
 #include "ir/Loop.h"
 
+#include <functional>
+
 #include <string>
 #include <vector>
 
@@ -44,6 +46,17 @@ std::string parallel_conflict(const Stmt& body, const std::string& v);
 /// vectorize: loop v, innermost, runs as SIMD lanes (the printer picks the lanes of the
 /// HCD and falls back to scalar code it cannot vectorize).
 Stmt vectorize_loop(const Stmt& body, const std::string& v);
+
+/// vectorize on a reduction loop into a one-slot register accumulator: the accumulator
+/// gets `lanes` slots and the loop becomes blocks of a vector loop over them, then a
+/// tail, then the slots are combined (VectorizeReduction.cpp). Counts the rewrites in
+/// `applied`; loops that are not such reductions are left alone.
+Stmt vectorize_reduction(const Stmt& body, const std::string& v,
+                         const std::function<int(DType)>& lanes_for, int* applied);
+/// Whether `loop` is a reduction vectorize_reduction rewrites: serial, from 0, a constant
+/// extent of at least two vectors, body `acc[0] = acc[0] OP e` with OP +, *, max or min
+/// and e reading unit-stride in the loop's variable.
+bool is_vectorizable_reduction(const Stmt& loop, const std::string& acc, int lanes);
 
 /// unroll: loop v, of constant extent at most 64, is unrolled completely.
 Stmt unroll_loop(const Stmt& body, const std::string& v);

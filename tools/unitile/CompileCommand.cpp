@@ -4,6 +4,7 @@
 
 #include "OpTarget.h"
 
+#include "runtime/Explain.h"
 #include "runtime/KernelCache.h"
 #include "runtime/Session.h"
 #include "runtime/SourceFiles.h"
@@ -18,26 +19,6 @@
 
 namespace unitile::cli {
 namespace {
-
-// The schedule a kernel was compiled with, and why (the auto-scheduler's reasons).
-void print_explanation(const std::string& kernel, const Session::Built& ck) {
-  std::cout << fmt::format("// schedule of {} ({}):\n", kernel, ck.schedule_origin);
-  for (const std::string& r : ck.reasons) std::cout << "//   " << r << "\n";
-  std::cout << "schedule {\n";
-  std::string text = to_text(ck.schedule);
-  size_t start = 0;
-  while (start < text.size()) {
-    size_t end = text.find('\n', start);
-    std::cout << "  " << text.substr(start, end - start) << "\n";
-    start = end + 1;
-  }
-  std::cout << "}\n";
-  for (size_t n = 0; n < ck.program.funcs.size(); ++n) {
-    const LaunchDims d = launch_dims(ck.program.funcs[n]);
-    std::cout << fmt::format("// launch {}: grid {}x{}x{}, block {}x{}x{}\n", ck.program.funcs[n].name, d.grid[0],
-                             d.grid[1], d.grid[2], d.block[0], d.block[1], d.block[2]);
-  }
-}
 
 struct CompileOptions {
   CommonOptions common;
@@ -88,7 +69,8 @@ int compile_command(const CompileOptions& o) {
     // Build without loading: printing code needs the device's compiler, not the device.
     const Session::Built built = session.build(*k, b, assembly ? h.assembly_flags : std::vector<std::string>{});
     if (o.explain) {
-      print_explanation(k->name, built);
+      std::cout << schedule_explanation(k->name, built.schedule, built.schedule_origin, built.reasons,
+                                        built.program);
       continue;
     }
     std::cout << fmt::format(

@@ -98,7 +98,7 @@ ut_status alloc(size_t bytes, ut_buffer** out, ut_error* err) {
   void* data = std::aligned_alloc(64, rounded);
   if (!data)
     return fail(err, UT_ERROR_MEMORY, "cpu: cannot allocate " + std::to_string(bytes) + " bytes");
-  auto* b = new (std::nothrow) ut_buffer{data, bytes};
+  auto* b = new (std::nothrow) ut_buffer{data, bytes, false};
   if (!b) {
     std::free(data);
     return fail(err, UT_ERROR_MEMORY, "cpu: out of host memory");
@@ -110,8 +110,24 @@ ut_status alloc(size_t bytes, ut_buffer** out, ut_error* err) {
 void free_buffer(ut_buffer* b) {
   if (!b)
     return;
-  std::free(b->data);
+  if (!b->borrowed)
+    std::free(b->data);
   delete b;
+}
+
+// host_memory.h: cpu buffers are host memory, so tensors can be shared without copies.
+void* host_pointer(const ut_buffer* b) { return b ? b->data : nullptr; }
+
+ut_status wrap_host(void* data, size_t bytes, ut_buffer** out, ut_error* err) {
+  if (!out || (!data && bytes))
+    return fail(err, UT_ERROR_INVALID, "cpu: wrap: out or data is NULL");
+  if (reinterpret_cast<uintptr_t>(data) % 8 != 0)
+    return fail(err, UT_ERROR_INVALID, "cpu: wrap: data is not 8-byte aligned");
+  auto* b = new (std::nothrow) ut_buffer{data, bytes, true};
+  if (!b)
+    return fail(err, UT_ERROR_MEMORY, "cpu: out of host memory");
+  *out = b;
+  return UT_OK;
 }
 
 bool in_range(const ut_buffer* b, size_t offset, size_t bytes) {
@@ -275,10 +291,16 @@ const ut_device_api kApi = {
     compile_source,        load_binary, launch,   synchronize, timer,       release,
 };
 
+const ut_host_memory_api kHostMemory = {UT_HOST_MEMORY_ABI_VERSION, 0, host_pointer, wrap_host};
+
 } // namespace
 
 } // namespace unitile::cpu
 
 extern "C" UT_PLUGIN_EXPORT const ut_device_api* unitile_device_plugin(void) {
   return &unitile::cpu::kApi;
+}
+
+extern "C" UT_PLUGIN_EXPORT const ut_host_memory_api* unitile_device_host_memory(void) {
+  return &unitile::cpu::kHostMemory;
 }

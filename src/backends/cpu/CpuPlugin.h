@@ -4,6 +4,7 @@
 
 #include "codegen/CDialectAbi.h"
 #include "unitile/device.h"
+#include "unitile/host_memory.h"
 
 #include <condition_variable>
 #include <cstdint>
@@ -16,6 +17,7 @@
 struct ut_buffer {
   void* data;
   size_t bytes;
+  bool borrowed = false; // wrapped host memory (host_memory.h): free() leaves `data` alone
 };
 
 struct ut_binary {
