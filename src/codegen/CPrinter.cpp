@@ -1327,6 +1327,10 @@ private:
     }
     case ExprKind::Call: {
       std::string et = helpers_.need_vector(e->type, lanes);
+      if (e->operands.size() == 1)
+        return convert_vector(fmt::format("{}_{}({})", et, math_fn_name(e->math_fn),
+                                          vexpr(e->operands[0], e->type, var, lanes)),
+                              e->type, want, lanes);
       std::string a = vexpr(e->operands[0], e->type, var, lanes),
                   b = vexpr(e->operands[1], e->type, var, lanes);
       return convert_vector(fmt::format("{}_{}({}, {})", et, math_fn_name(e->math_fn), a, b),

@@ -139,6 +139,11 @@ public:
         return false;
       return value(e->operands[0], e->operands[0]->type);
     case ExprKind::Call:
+      // exp, sigmoid, tanh and erf of f32 have lane-wise helpers (CHelpers.cpp).
+      if (e->type == DType::F32 && e->operands.size() == 1 &&
+          (e->math_fn == MathFn::Exp || e->math_fn == MathFn::Sigmoid ||
+           e->math_fn == MathFn::Tanh || e->math_fn == MathFn::Erf))
+        return value(e->operands[0], e->type);
       if (e->math_fn != MathFn::Min && e->math_fn != MathFn::Max)
         return false;
       return value(e->operands[0], e->type) && value(e->operands[1], e->type);

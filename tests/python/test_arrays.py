@@ -87,3 +87,12 @@ def test_dlpack_with_torch():
     y = torch.from_dlpack(t)
     y[2, 3] = -5.0  # torch's view is writable: the write lands in x's memory
     assert x[2, 3].item() == -5.0 and t.numpy()[2, 3] == -5.0
+
+
+def test_bf16_travels_through_dlpack_with_torch():
+    torch = pytest.importorskip("torch")
+    x = torch.tensor([[1.5, -2.0], [0.25, 3.0]], dtype=torch.bfloat16)
+    t = tl.from_dlpack(x, device="sim")
+    assert t.dtype == "bf16" and t.shape == (2, 2)
+    back = torch.from_dlpack(t)
+    assert back.dtype == torch.bfloat16 and torch.equal(back, x)

@@ -230,15 +230,34 @@ TEST(CPrinter, VectorSelectMinMaxAndCasts) {
 }
 
 TEST(CPrinter, VectorizedLoopWithMathCallFallsBackToScalar) {
+  // log has no lane-wise helper: the loop stays scalar libm calls.
+  Stmt body = loop("i", 0, 16, ForKind::Vectorized,
+                   store("Y", {v("i")}, call(MathFn::Log, {ld("A", {v("i")})})));
+  LoopProgram p = program(
+      {{"A", DType::F32, {16}, TensorRole::Input}, {"Y", DType::F32, {16}, TensorRole::Output}},
+      body);
+  std::string c = generate_source(p, test_hcd()).code;
+  EXPECT_THAT(c, HasSubstr("#pragma GCC ivdep\n  for (int64_t i = 0; i < 16; ++i) {"));
+  EXPECT_THAT(c, HasSubstr("Y[i] = logf(A[i]);"));
+  EXPECT_THAT(c, Not(HasSubstr("ut_v8f32")));
+}
+
+TEST(CPrinter, VectorizedLoopWithExpUsesTheLaneWiseHelper) {
+  // exp, sigmoid, tanh and erf of f32 have vector helpers; f64 keeps libm.
   Stmt body = loop("i", 0, 16, ForKind::Vectorized,
                    store("Y", {v("i")}, call(MathFn::Exp, {ld("A", {v("i")})})));
   LoopProgram p = program(
       {{"A", DType::F32, {16}, TensorRole::Input}, {"Y", DType::F32, {16}, TensorRole::Output}},
       body);
   std::string c = generate_source(p, test_hcd()).code;
-  EXPECT_THAT(c, HasSubstr("#pragma GCC ivdep\n  for (int64_t i = 0; i < 16; ++i) {"));
-  EXPECT_THAT(c, HasSubstr("Y[i] = expf(A[i]);"));
-  EXPECT_THAT(c, Not(HasSubstr("ut_v8f32")));
+  EXPECT_THAT(c, HasSubstr("ut_v8f32_exp(ut_v8f32_load(&A["));
+  EXPECT_THAT(c, Not(HasSubstr("expf(")));
+  EXPECT_EQ(compile_errors(c), "");
+  LoopProgram p64 = program(
+      {{"A", DType::F64, {16}, TensorRole::Input}, {"Y", DType::F64, {16}, TensorRole::Output}},
+      loop("i", 0, 16, ForKind::Vectorized,
+           store("Y", {v("i")}, call(MathFn::Exp, {ld("A", {v("i")}, DType::F64)}))));
+  EXPECT_THAT(generate_source(p64, test_hcd()).code, HasSubstr("exp(A[i])"));
 }
 
 TEST(CPrinter, VectorizedLoopReadingItsOwnOutputElsewhereStaysScalar) {

@@ -1,0 +1,620 @@
+"""Tracing: ``@tl.kernel`` runs a Python function once per input dtypes and shapes on
+symbolic tensors. Every operation on them is recorded as one op call (name, attributes,
+inputs) in a graph held by the engine, which checks it at once (so a shape or dtype error
+names the user's file and line) and turns the whole graph into ONE Kernel IR kernel, so
+the scheduler sees the chain and can fuse it. Kernels called while tracing are inlined."""
+
+import functools
+import inspect
+import keyword
+import os
+import re
+import sys
+import threading
+
+import numpy as np
+
+from . import _core
+from ._kernels import Compiled, Kernel, _pick_device, to_device_tensor
+from ._tensor import Tensor, dtype_of_name, name_of_dtype
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+_state = threading.local()
+
+
+def _where():
+    """"file:line" of the innermost caller outside this package: the user's code."""
+    f = sys._getframe(1)
+    while f is not None and os.path.dirname(os.path.abspath(f.f_code.co_filename)) == _PACKAGE_DIR:
+        f = f.f_back
+    return f"{f.f_code.co_filename}:{f.f_lineno}" if f is not None else ""
+
+
+def _fail(message):
+    where = _where()
+    raise _core.Error(f"{where}: error: {message}" if where else f"error: {message}")
+
+
+# --- dtypes -------------------------------------------------------------------------------
+
+def _promote(a, b):
+    """NumPy's promotion on Unitile dtype names (bf16 with another float widens to f32)."""
+    if a == b:
+        return a
+    if "bf16" in (a, b):
+        other = b if a == "bf16" else a
+        if other in ("f32", "f64"):
+            return other
+        return "f32"
+    return name_of_dtype(np.result_type(dtype_of_name(a), dtype_of_name(b)))
+
+
+def _is_float(name):
+    return name in ("f16", "bf16", "f32", "f64")
+
+
+# --- symbolic tensors ---------------------------------------------------------------------
+
+class Sym:
+    """A tensor while tracing: its dtype and shape are known, its values are not."""
+
+    __slots__ = ("_g", "_v", "_dtype", "shape")
+    __array_priority__ = 1000  # NumPy operands on the left defer to Sym's operators
+
+    def __init__(self, graph, value):
+        self._g = graph
+        self._v = value
+        dtype, shape = graph.value(value)
+        self._dtype = dtype
+        self.shape = tuple(shape)
+
+    @property
+    def dtype(self):
+        return dtype_of_name(self._dtype)
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    @property
+    def size(self):
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def T(self):
+        return call("transpose", [self])
+
+    def __repr__(self):
+        return f"<traced tensor {self._dtype}{list(self.shape)}>"
+
+    # arithmetic, NumPy style
+    def __add__(self, o): return _binary("add", self, o)
+    def __radd__(self, o): return _binary("add", o, self)
+    def __sub__(self, o): return _binary("sub", self, o)
+    def __rsub__(self, o): return _binary("sub", o, self)
+    def __mul__(self, o): return _binary("mul", self, o)
+    def __rmul__(self, o): return _binary("mul", o, self)
+    def __truediv__(self, o): return _true_divide(self, o)
+    def __rtruediv__(self, o): return _true_divide(o, self)
+    def __floordiv__(self, o): return floor(_true_divide(self, o)) if _is_float(_operand_dtype(self, o)) else _int_floordiv(self, o)
+    def __rfloordiv__(self, o): return floor(_true_divide(o, self)) if _is_float(_operand_dtype(o, self)) else _int_floordiv(o, self)
+    def __mod__(self, o): return _binary("mod", self, o)
+    def __rmod__(self, o): return _binary("mod", o, self)
+    def __pow__(self, o): return power(self, o)
+    def __rpow__(self, o): return power(o, self)
+    def __matmul__(self, o): return matmul(self, o)
+    def __rmatmul__(self, o): return matmul(o, self)
+    def __neg__(self): return call("neg", [self])
+    def __pos__(self): return self
+    def __abs__(self): return call("abs", [self])
+    def __invert__(self): return call("not", [self])
+    def __and__(self, o): return _binary("and", self, o)
+    def __rand__(self, o): return _binary("and", o, self)
+    def __or__(self, o): return _binary("or", self, o)
+    def __ror__(self, o): return _binary("or", o, self)
+    def __xor__(self, o): return _binary("xor", self, o)
+    def __lt__(self, o): return _binary("less", self, o)
+    def __le__(self, o): return _binary("less_equal", self, o)
+    def __gt__(self, o): return _binary("greater", self, o)
+    def __ge__(self, o): return _binary("greater_equal", self, o)
+    def __eq__(self, o): return _binary("equal", self, o)
+    def __ne__(self, o): return _binary("not_equal", self, o)
+    __hash__ = object.__hash__
+
+    # methods
+    def reshape(self, *shape):
+        return reshape(self, shape[0] if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape)
+
+    def transpose(self, *axes):
+        return transpose(self, axes[0] if len(axes) == 1 and isinstance(axes[0], (tuple, list)) else (axes or None))
+
+    def astype(self, dtype):
+        return astype(self, dtype)
+
+    def sum(self, axis=None, keepdims=False): return sum(self, axis, keepdims)
+    def mean(self, axis=None, keepdims=False): return mean(self, axis, keepdims)
+    def max(self, axis=None, keepdims=False): return max(self, axis=axis, keepdims=keepdims)
+    def min(self, axis=None, keepdims=False): return min(self, axis=axis, keepdims=keepdims)
+    def prod(self, axis=None, keepdims=False): return prod(self, axis, keepdims)
+
+    def __getitem__(self, key):
+        return _index(self, key)
+
+    def __len__(self):
+        if not self.shape:
+            _fail("len() of a 0-d traced tensor")
+        return self.shape[0]
+
+    # Python that needs a value the tracer does not have
+    def __bool__(self):
+        _fail("the truth value of a traced tensor is not known while tracing, so `if`, `while`, "
+              "`and`, `or` and `not` cannot depend on it; choose elementwise with "
+              "tl.where(condition, a, b) (and combine conditions with &, |, ~)")
+
+    def __iter__(self):
+        _fail("iterating over a traced tensor is not supported (the loop would be unrolled over "
+              "values the tracer does not have); index it (x[i], x[:, j]) or reduce it "
+              "(x.sum(axis=0), tl.max(x, axis=0))")
+
+    def __float__(self):
+        _fail("a traced tensor has no value to convert to a Python number; keep it a tensor "
+              "(use x.astype(...) to change its dtype)")
+
+    __int__ = __float__
+    __index__ = __float__
+    __complex__ = __float__
+
+    def __array__(self, *args, **kwargs):
+        _fail("NumPy cannot compute on a traced tensor; use the tl function of the same name "
+              "(tl.exp, tl.sum, tl.matmul, ...) inside @tl.kernel")
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        f = _UFUNCS.get(ufunc.__name__)
+        if f is None or method != "__call__" or kwargs:
+            _fail(f"numpy.{ufunc.__name__} cannot compute on a traced tensor; use the tl function "
+                  "of the same purpose inside @tl.kernel (see dir(unitile))")
+        return f(*inputs)
+
+
+def _graph_of(values):
+    graph = None
+    for v in values:
+        if isinstance(v, Sym):
+            if graph is not None and v._g is not graph:
+                _fail("tensors of two different traces are mixed (a traced tensor escaped its kernel)")
+            graph = v._g
+    return graph
+
+
+def _constant(graph, value, dtype):
+    if isinstance(value, (bool, np.bool_)):
+        value = float(bool(value))
+    return Sym(graph, graph.add("constant", [], {"value": float(value), "dtype": dtype}, _where())[0])
+
+
+def _operand_dtype(a, b):
+    da = a._dtype if isinstance(a, Sym) else None
+    db = b._dtype if isinstance(b, Sym) else None
+    if da and db:
+        return _promote(da, db)
+    return da or db
+
+
+def _as_sym(graph, x, dtype):
+    if isinstance(x, Sym):
+        return x
+    if isinstance(x, (bool, int, float, np.number, np.bool_)):
+        return _constant(graph, x, dtype)
+    if isinstance(x, (np.ndarray, Tensor)) or hasattr(x, "__dlpack__"):
+        _fail("an array captured inside a traced function is not supported; pass it to the "
+              "kernel as an argument")
+    _fail(f"cannot use a {type(x).__name__} as a tensor")
+
+
+def call(op, inputs, attrs=None):
+    """Record op `op` on `inputs` (traced tensors, or Python numbers that take the dtype of
+    the first traced input); returns its output, or a tuple of outputs."""
+    graph = _graph_of(inputs)
+    if graph is None:
+        _fail(f"tl.{op} needs a traced tensor here")
+    dtype = next(x._dtype for x in inputs if isinstance(x, Sym))
+    syms = [_as_sym(graph, x, dtype) for x in inputs]
+    outs = graph.add(op, [s._v for s in syms], attrs or {}, _where())
+    result = [Sym(graph, v) for v in outs]
+    return result[0] if len(result) == 1 else tuple(result)
+
+
+def _binary(op, a, b):
+    graph = _graph_of([a, b])
+    target = _operand_dtype(a, b)
+    a = _as_sym(graph, a, target)
+    b = _as_sym(graph, b, target)
+    if a._dtype != target:
+        a = astype(a, target)
+    if b._dtype != target:
+        b = astype(b, target)
+    return call(op, [a, b])
+
+
+def _true_divide(a, b):
+    target = _operand_dtype(a, b)
+    if not _is_float(target):  # NumPy: integers divide into float64
+        graph = _graph_of([a, b])
+        a = astype(_as_sym(graph, a, target), "f64")
+        b = astype(_as_sym(graph, b, target), "f64")
+    return _binary("div", a, b)
+
+
+def _int_floordiv(a, b):
+    _fail("// on integer tensors is not supported yet; divide floats and use tl.floor")
+
+
+def _index(x, key):
+    if not isinstance(key, tuple):
+        key = (key,)
+    if any(isinstance(k, (Sym, np.ndarray, list, Tensor)) for k in key):
+        _fail("indexing with a tensor, an array or a list (advanced indexing) is not supported; "
+              "use slices and integers, and tl.where for masks")
+    if len([k for k in key if k is Ellipsis]) > 1:
+        _fail("an index can have only one ellipsis (...)")
+    used = len([k for k in key if k is not None and k is not Ellipsis])
+    if used > x.ndim:
+        _fail(f"too many indices ({used}) for a tensor of rank {x.ndim}")
+    if Ellipsis in key:
+        at = key.index(Ellipsis)
+        key = key[:at] + (slice(None),) * (x.ndim - used) + key[at + 1:]
+    else:
+        key = key + (slice(None),) * (x.ndim - used)
+    starts, steps, sizes, squeeze, out_shape = [], [], [], [], []
+    d = 0
+    for k in key:
+        if k is None:
+            out_shape.append(1)
+            continue
+        n = x.shape[d]
+        if isinstance(k, slice):
+            start, stop, step = k.indices(n)
+            size = len(range(start, stop, step))
+            if size == 0:
+                _fail(f"the slice {k} of dimension {d} (extent {n}) is empty; empty tensors are not supported")
+            starts.append(start)
+            steps.append(step)
+            sizes.append(size)
+            out_shape.append(size)
+        elif isinstance(k, (int, np.integer)):
+            i = int(k)
+            if not -n <= i < n:
+                _fail(f"index {i} is out of range for dimension {d} of extent {n}")
+            starts.append(i % n)
+            steps.append(1)
+            sizes.append(1)
+            squeeze.append(d)
+        else:
+            _fail(f"unsupported index {k!r}: use integers, slices, None and ...")
+        d += 1
+    y = x
+    if any(s != 0 for s in starts) or any(s != 1 for s in steps) or list(sizes) != list(x.shape) or squeeze:
+        y = call("slice", [x], {"starts": starts, "steps": steps, "sizes": sizes, "squeeze": squeeze})
+    if tuple(out_shape) != y.shape:
+        y = reshape(y, out_shape)
+    return y
+
+
+# --- NumPy-style functions (also usable outside a trace: see _eager) ----------------------
+
+def _axes(axis, ndim):
+    if axis is None:
+        return []
+    if isinstance(axis, (int, np.integer)):
+        return [int(axis)]
+    return [int(a) for a in axis]
+
+
+def matmul(a, b):
+    """NumPy's matmul (also ``a @ b``): batched and broadcast; 1-D operands as in NumPy."""
+    return _binary("matmul", a, b)
+
+
+def softmax(x, axis=-1):
+    """exp(x - max) / sum(exp(x - max)) along `axis`."""
+    return call("softmax", [x], {"axis": int(axis)})
+
+
+def transpose(x, axes=None):
+    """x with its axes permuted (reversed when `axes` is None), like numpy.transpose."""
+    return call("transpose", [x], {"perm": [] if axes is None else [int(a) for a in axes]})
+
+
+def reshape(x, shape):
+    """x's elements in C order under `shape` (one extent may be -1)."""
+    if isinstance(shape, (int, np.integer)):
+        shape = (shape,)
+    shape = [int(s) for s in shape]
+    if not shape:
+        shape_numel = 1
+        if x.size != shape_numel:
+            _fail(f"cannot reshape {list(x.shape)} to []")
+        return call("reshape", [x], {"shape": []}) if x.ndim else x
+    return call("reshape", [x], {"shape": shape})
+
+
+def astype(x, dtype):
+    """x converted to `dtype` (a NumPy dtype or a Unitile name such as 'bf16')."""
+    name = name_of_dtype(dtype)
+    return x if x._dtype == name else call("cast", [x], {"dtype": name})
+
+
+def _reduce(op, x, axis, keepdims):
+    return call(op, [x], {"axes": _axes(axis, x.ndim), "keepdims": bool(keepdims)})
+
+
+def sum(x, axis=None, keepdims=False):
+    return _reduce("reduce_sum", x, axis, keepdims)
+
+
+def mean(x, axis=None, keepdims=False):
+    return _reduce("reduce_mean", x, axis, keepdims)
+
+
+def prod(x, axis=None, keepdims=False):
+    return _reduce("reduce_prod", x, axis, keepdims)
+
+
+def max(x, y=None, axis=None, keepdims=False):
+    """The maximum along `axis` (NumPy's max), or elementwise of two tensors (maximum)."""
+    return _reduce("reduce_max", x, axis, keepdims) if y is None else _binary("max", x, y)
+
+
+def min(x, y=None, axis=None, keepdims=False):
+    """The minimum along `axis` (NumPy's min), or elementwise of two tensors (minimum)."""
+    return _reduce("reduce_min", x, axis, keepdims) if y is None else _binary("min", x, y)
+
+
+def maximum(a, b):
+    return _binary("max", a, b)
+
+
+def minimum(a, b):
+    return _binary("min", a, b)
+
+
+def where(cond, a, b):
+    """a where cond is true, else b (elementwise, broadcast): the traced form of `if`."""
+    graph = _graph_of([cond, a, b])
+    target = _operand_dtype(a, b) or "f32"
+    a, b = _as_sym(graph, a, target), _as_sym(graph, b, target)
+    if a._dtype != target:
+        a = astype(a, target)
+    if b._dtype != target:
+        b = astype(b, target)
+    return call("where", [cond, a, b])
+
+
+def power(a, b):
+    """a ** b; a constant exponent of 2, 0.5, -0.5 or 1 becomes square, sqrt, rsqrt or a copy."""
+    if isinstance(a, Sym) and isinstance(b, (int, float)) and not isinstance(b, bool):
+        special = {2: "square", 0.5: "sqrt", -0.5: "rsqrt"}
+        if b == 1:
+            return a
+        if b in special and (_is_float(a._dtype) or b == 2):
+            return call(special[b], [a])
+    return _binary("pow", a, b)
+
+
+def floor(x):
+    return call("floor", [x])
+
+
+def _op_function(spec):
+    """tl.<name> for a library (or graph) op: positional tensors fill its input ports in
+    order, keyword arguments name ports or attributes."""
+    ports = [p[0] for p in spec["inputs"]]
+    attr_names = {a[0] for a in spec["attrs"]}
+
+    def op(*inputs, **kwargs):
+        inputs = list(inputs)
+        attrs = {}
+        for key, value in kwargs.items():
+            if key in attr_names:
+                attrs[key] = value
+            elif key in ports:
+                at = ports.index(key)
+                while len(inputs) <= at:
+                    inputs.append(None)
+                inputs[at] = value
+            else:
+                _fail(f"tl.{spec['name']}: unknown argument '{key}' (inputs: {', '.join(ports) or 'none'}; "
+                      f"attributes: {', '.join(sorted(attr_names)) or 'none'})")
+        while inputs and inputs[-1] is None:
+            inputs.pop()
+        if any(v is None for v in inputs):
+            _fail(f"tl.{spec['name']}: leaving out an optional input before a given one is not supported")
+        return call(spec["name"], inputs, attrs)
+
+    op.__name__ = spec["name"]
+    op.__doc__ = f"{spec['summary']} (op:{spec['name']}; inputs {', '.join(ports)}" + (
+        f"; attributes {', '.join(a[0] for a in spec['attrs'])})" if spec["attrs"] else ")")
+    return op
+
+
+_UFUNCS = {
+    "add": lambda a, b: _binary("add", a, b), "subtract": lambda a, b: _binary("sub", a, b),
+    "multiply": lambda a, b: _binary("mul", a, b), "true_divide": _true_divide,
+    "negative": lambda a: call("neg", [a]), "absolute": lambda a: call("abs", [a]),
+    "exp": lambda a: call("exp", [a]), "log": lambda a: call("log", [a]),
+    "sqrt": lambda a: call("sqrt", [a]), "tanh": lambda a: call("tanh", [a]),
+    "maximum": maximum, "minimum": minimum, "matmul": matmul, "power": power,
+}
+
+
+# --- kernels ------------------------------------------------------------------------------
+
+_GENERATED = re.compile(r"^(t\d+|out\d+|n\d+_.*)$")
+_RESERVED = {"f16", "bf16", "f32", "f64", "i8", "i16", "i32", "i64", "u8", "bool", "float", "double",
+             "half", "int", "long", "inf", "nan", "true", "false", "max", "min", "kernel", "input",
+             "output", "local", "param", "operation", "schedule"}
+
+
+def _tensor_name(name):
+    if _GENERATED.match(name) or name in _RESERVED or keyword.iskeyword(name) or not name.isidentifier():
+        return "in_" + re.sub(r"\W", "_", name)
+    return name
+
+
+def _is_array(x):
+    return isinstance(x, (np.ndarray, Tensor, np.generic)) and not isinstance(x, (np.number, np.bool_)) \
+        or (not isinstance(x, (int, float, bool, str, type(None))) and hasattr(x, "__dlpack__"))
+
+
+def _array_type(x):
+    if isinstance(x, Tensor):
+        return x._t.dtype, tuple(x.shape)
+    a = np.asarray(x) if not hasattr(x, "__dlpack__") or isinstance(x, np.ndarray) else np.from_dlpack(x)
+    return name_of_dtype(a.dtype), tuple(a.shape)
+
+
+def _tracing(args, kwargs):
+    return any(isinstance(v, Sym) for v in args) or any(isinstance(v, Sym) for v in kwargs.values())
+
+
+class KernelFunction:
+    """A Python function traced into one kernel per input dtypes and shapes. Called with
+    arrays (NumPy, tl.Tensor, anything with DLPack) it compiles (once per device and
+    shapes) and runs; called while another kernel is traced, it is inlined there.
+    Non-array arguments (numbers, strings, tuples) are constants of the trace."""
+
+    def __init__(self, fn, name=None):
+        functools.update_wrapper(self, fn)
+        self._fn = fn
+        self._name = re.sub(r"\W", "_", name or fn.__name__) or "kernel"
+        if not self._name[0].isalpha():
+            self._name = "k" + self._name
+        self._signature = inspect.signature(fn)
+        self._traced = {}
+
+    def _bind(self, args, kwargs):
+        bound = self._signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        tensors, key = [], []
+        for name, value in bound.arguments.items():
+            kind = self._signature.parameters[name].kind
+            items = list(enumerate(value)) if kind == inspect.Parameter.VAR_POSITIONAL else [(None, value)]
+            for i, v in items:
+                label = name if i is None else f"{name}{i}"
+                if _is_array(v):
+                    dtype, shape = _array_type(v)
+                    tensors.append((label, v))
+                    key.append((label, "tensor", dtype, shape))
+                else:
+                    try:
+                        hash(v)
+                    except TypeError:
+                        raise TypeError(f"{self._name}: argument '{label}' is neither an array nor a hashable "
+                                        f"constant ({type(v).__name__})") from None
+                    key.append((label, "constant", type(v).__name__, v))
+        return bound, tensors, tuple(key)
+
+    def trace(self, *args, **kwargs):
+        """The tl.Kernel traced for these arguments' dtypes and shapes (see its .text)."""
+        return self._specialize(args, kwargs)[0]
+
+    def _specialize(self, args, kwargs):
+        bound, tensors, key = self._bind(args, kwargs)
+        traced = self._traced.get(key)
+        if traced is None:
+            traced = self._trace(bound, tensors)
+            self._traced[key] = traced
+        return traced[0], traced[1], [v for _, v in tensors]
+
+    def _trace(self, bound, tensors):
+        graph = _core.Graph()
+        syms = {}
+        names = []
+        for label, value in tensors:
+            dtype, shape = _array_type(value)
+            name = _tensor_name(label)
+            names.append(name)
+            syms[label] = Sym(graph, graph.add_input(name, dtype, list(shape)))
+        call_args = []
+        call_kwargs = {}
+        for name, value in bound.arguments.items():
+            param = self._signature.parameters[name]
+            if param.kind == inspect.Parameter.VAR_POSITIONAL:
+                call_args.extend(syms.get(f"{name}{i}", v) for i, v in enumerate(value))
+            elif param.kind == inspect.Parameter.VAR_KEYWORD:
+                call_kwargs.update(value)
+            elif param.kind == inspect.Parameter.KEYWORD_ONLY:
+                call_kwargs[name] = syms.get(name, value)
+            else:
+                call_args.append(syms.get(name, value))
+        result = self._fn(*call_args, **call_kwargs)
+        single = not isinstance(result, (tuple, list))
+        outputs = [result] if single else list(result)
+        for i, o in enumerate(outputs):
+            if not isinstance(o, Sym) or o._g is not graph:
+                raise _core.Error(f"{self._name}: returned value {i} is a {type(o).__name__}, not a tensor "
+                                  "computed from the kernel's inputs")
+        graph.set_outputs([o._v for o in outputs])
+        return Kernel(graph.kernel(self._name)), single
+
+    def compile(self, *args, device=None, **kwargs):
+        """The compiled form for these arguments on `device` (its .source(), .explain())."""
+        kernel, _, values = self._specialize(args, kwargs)
+        return kernel.compile(*values, device=device)
+
+    def __call__(self, *args, device=None, **kwargs):
+        if _tracing(args, kwargs):
+            return self._fn(*args, **kwargs)
+        kernel, single, values = self._specialize(args, kwargs)
+        result = kernel(*values, device=device)
+        return result if not single or not isinstance(result, tuple) else result[0]
+
+    def __repr__(self):
+        return f"<unitile traced kernel {self._name}>"
+
+
+def kernel(fn=None, *, name=None):
+    """Decorator: trace a NumPy-like function into one kernel (see KernelFunction)."""
+    if fn is None:
+        return lambda f: KernelFunction(f, name)
+    return KernelFunction(fn, name)
+
+
+def _freeze(v):
+    return tuple(_freeze(x) for x in v) if isinstance(v, (list, tuple)) else v
+
+
+def _eager(function, name):
+    """`function` (which records op calls) usable on arrays outside a trace too: it is then
+    traced alone as a kernel, per attributes, and run."""
+    kernels = {}
+
+    @functools.wraps(function)
+    def wrapper(*args, **kwargs):
+        if _graph_of(list(args) + list(kwargs.values())) is not None:
+            return function(*args, **kwargs)
+        device = kwargs.pop("device", None)
+        arrays = [a for a in args if _is_array(a)]
+        if not arrays:
+            return function(*args, **kwargs)  # fails with the "needs a traced tensor" message
+        key = tuple((i, _freeze(a)) for i, a in enumerate(args) if not _is_array(a)) + tuple(
+            sorted((k, _freeze(v)) for k, v in kwargs.items()))
+        k = kernels.get(key)
+        if k is None:
+            positions = [i for i, a in enumerate(args) if _is_array(a)]
+            constants = dict((i, a) for i, a in enumerate(args) if not _is_array(a))
+
+            def body(*xs):
+                full = []
+                it = iter(xs)
+                for i in range(len(args)):
+                    full.append(next(it) if i in positions else constants[i])
+                return function(*full, **kwargs)
+
+            body.__signature__ = inspect.Signature(
+                [inspect.Parameter(f"x{i}", inspect.Parameter.POSITIONAL_OR_KEYWORD) for i in positions])
+            k = KernelFunction(body, name)
+            kernels[key] = k
+        return k(*arrays, device=device)
+
+    return wrapper

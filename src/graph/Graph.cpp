@@ -1,0 +1,72 @@
+// Building graphs: every node is instantiated when added, which checks it and gives its
+// output types.
+#include "graph/Graph.h"
+
+#include "graph/GraphOps.h"
+#include "ir/Diagnostic.h"
+#include "ops/OpLibrary.h"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+
+namespace unitile::graph {
+
+const ops::OpDef& graph_op(const std::string& name) {
+  if (const ops::OpDef* op = ops::find_op(name)) return *op;
+  if (const ops::OpDef* op = find_graph_op(name)) return *op;
+  return ops::op_or_error(name); // the library's "no op named ..." with suggestions
+}
+
+ValueId Graph::add_input(const std::string& name, ops::TensorSpec type) {
+  for (ValueId v : inputs_)
+    if (values_[static_cast<size_t>(v)].input_name == name)
+      throw UserError(fmt::format("error: graph input '{}' is given twice", name));
+  values_.push_back(Value{std::move(type), name, -1});
+  inputs_.push_back(static_cast<ValueId>(values_.size() - 1));
+  return inputs_.back();
+}
+
+std::vector<ValueId> Graph::add_node(const std::string& op_name, const std::vector<ValueId>& inputs,
+                                     const ops::Attrs& attrs, const std::string& where) {
+  try {
+    const ops::OpDef& op = graph_op(op_name);
+    std::vector<std::string> ports;
+    for (const ops::Port& p : op.inputs) {
+      if (!p.variadic) {
+        ports.push_back(p.name);
+        continue;
+      }
+      for (size_t i = ports.size(), k = 0; i < inputs.size(); ++i, ++k) ports.push_back(p.name + std::to_string(k));
+    }
+    if (inputs.size() > ports.size())
+      throw UserError(fmt::format("error: op:{} takes at most {} inputs, got {}", op_name, ports.size(), inputs.size()));
+    Node n;
+    n.op = op_name;
+    n.attrs = attrs;
+    n.where = where;
+    std::map<std::string, ops::TensorSpec> specs;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      UT_INTERNAL_ASSERT(inputs[i] >= 0 && static_cast<size_t>(inputs[i]) < values_.size(), "unknown graph value");
+      n.inputs.emplace_back(ports[i], inputs[i]);
+      specs[ports[i]] = values_[static_cast<size_t>(inputs[i])].type;
+    }
+    const ops::OpInstance inst = ops::instantiate(op, specs, attrs);
+    n.attrs = inst.attrs;
+    std::vector<ValueId> out;
+    for (const auto& [port, spec] : inst.outputs) {
+      values_.push_back(Value{spec, {}, static_cast<int>(nodes_.size())});
+      out.push_back(static_cast<ValueId>(values_.size() - 1));
+      n.outputs.emplace_back(port, out.back());
+    }
+    nodes_.push_back(std::move(n));
+    return out;
+  } catch (const UserError& e) {
+    if (where.empty()) throw;
+    std::string msg = e.what();
+    if (msg.starts_with("error: ")) msg = msg.substr(7);
+    throw UserError(fmt::format("{}: error: {}", where, msg));
+  }
+}
+
+} // namespace unitile::graph

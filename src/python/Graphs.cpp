@@ -1,0 +1,128 @@
+// Graphs from Python: the tracer records each operation as an op call here (checked at
+// once, so errors surface at the user's line), then asks for the graph as one kernel.
+// Also the op list, so every op is reachable as tl.<name>.
+#include "Bindings.h"
+
+#include "graph/Graph.h"
+#include "graph/GraphKernel.h"
+#include "graph/GraphOps.h"
+#include "ir/Diagnostic.h"
+#include "ops/OpLibrary.h"
+
+#include <fmt/core.h>
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/shared_ptr.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+namespace unitile::python {
+
+namespace {
+
+ops::AttrValue attr_value(const std::string& name, nb::handle v) {
+  if (nb::isinstance<nb::bool_>(v)) return int64_t{nb::cast<bool>(v)};
+  if (nb::isinstance<nb::int_>(v)) return nb::cast<int64_t>(v);
+  if (nb::isinstance<nb::float_>(v)) return nb::cast<double>(v);
+  if (nb::isinstance<nb::str>(v)) return nb::cast<std::string>(v);
+  if (nb::isinstance<nb::list>(v) || nb::isinstance<nb::tuple>(v)) {
+    std::vector<int64_t> ints;
+    std::vector<double> floats;
+    bool all_ints = true;
+    for (nb::handle x : v) {
+      if (nb::isinstance<nb::int_>(x) || nb::isinstance<nb::bool_>(x)) {
+        ints.push_back(nb::cast<int64_t>(x));
+        floats.push_back(static_cast<double>(ints.back()));
+      } else if (nb::isinstance<nb::float_>(x)) {
+        all_ints = false;
+        floats.push_back(nb::cast<double>(x));
+      } else {
+        throw UserError(fmt::format("error: attribute '{}': list items must be numbers", name));
+      }
+    }
+    if (all_ints) return ints;
+    return floats;
+  }
+  throw UserError(fmt::format("error: attribute '{}': unsupported value {}", name, nb::cast<std::string>(nb::repr(v))));
+}
+
+const char* kind_name(ops::AttrKind k) {
+  switch (k) {
+  case ops::AttrKind::Int: return "int";
+  case ops::AttrKind::Bool: return "bool";
+  case ops::AttrKind::Float: return "float";
+  case ops::AttrKind::String: return "str";
+  case ops::AttrKind::Ints: return "ints";
+  case ops::AttrKind::Floats: return "floats";
+  }
+  return "?";
+}
+
+nb::dict op_spec(const ops::OpDef& op, bool library) {
+  nb::dict d;
+  d["name"] = op.name;
+  d["category"] = op.category;
+  d["summary"] = op.summary;
+  d["library"] = library;
+  nb::list ins, outs, attrs;
+  for (const ops::Port& p : op.inputs) ins.append(nb::make_tuple(p.name, p.optional, p.variadic));
+  for (const ops::Port& p : op.outputs) outs.append(p.name);
+  for (const ops::AttrSpec& a : op.attrs) attrs.append(nb::make_tuple(a.name, kind_name(a.kind), a.default_value.has_value()));
+  d["inputs"] = ins;
+  d["outputs"] = outs;
+  d["attrs"] = attrs;
+  return d;
+}
+
+} // namespace
+
+void bind_graphs(nb::module_& m) {
+  nb::class_<graph::Graph>(m, "Graph", "A graph of op calls, recorded by the tracer")
+      .def(nb::init<>())
+      .def(
+          "add_input",
+          [](graph::Graph& g, const std::string& name, const std::string& dtype, const std::vector<int64_t>& shape) {
+            return g.add_input(name, ops::TensorSpec{dtype_from_name(dtype), shape});
+          },
+          nb::arg("name"), nb::arg("dtype"), nb::arg("shape"))
+      .def(
+          "add",
+          [](graph::Graph& g, const std::string& op, const std::vector<int>& inputs, nb::dict attrs,
+             const std::string& where) {
+            ops::Attrs a;
+            for (auto [k, v] : attrs) {
+              const std::string key = nb::cast<std::string>(k);
+              a[key] = attr_value(key, v);
+            }
+            return g.add_node(op, inputs, a, where);
+          },
+          nb::arg("op"), nb::arg("inputs"), nb::arg("attrs"), nb::arg("where"),
+          "Call an op on values; returns its output values (checked now: errors name `where`)")
+      .def(
+          "value",
+          [](const graph::Graph& g, int v) {
+            const graph::Value& x = g.value(v);
+            return std::make_pair(std::string(dtype_name(x.type.dtype)), x.type.shape);
+          },
+          nb::arg("value"), "(dtype, shape) of a value")
+      .def("set_outputs", &graph::Graph::set_outputs, nb::arg("outputs"))
+      .def(
+          "kernel",
+          [](const graph::Graph& g, const std::string& name) {
+            graph::GraphKernel gk = graph::graph_kernel(g, name);
+            return kernels_of(std::move(gk.module)).front();
+          },
+          nb::arg("name"), "The graph as one verified kernel (inputs by name, outputs out0, out1, ...)");
+
+  m.def(
+      "op_specs",
+      [] {
+        nb::list out;
+        for (const ops::OpDef& op : ops::all_ops()) out.append(op_spec(op, true));
+        for (const ops::OpDef& op : graph::graph_ops())
+          if (!ops::find_op(op.name)) out.append(op_spec(op, false));
+        return out;
+      },
+      "Every op a graph can call: the library's, then the graph's own that the library lacks");
+}
+
+} // namespace unitile::python
