@@ -2,6 +2,7 @@
 #include "schedule/ApplySchedule.h"
 
 #include "ir/Verifier.h"
+#include "schedule/FlashAttention.h"
 #include "schedule/Lower.h"
 #include "schedule/LoopRewrite.h"
 #include "schedule/Primitives.h"
@@ -70,6 +71,7 @@ Stmt apply_one(const LoopProgram& p, const Stmt& body, const Primitive& x, const
   case PrimitiveKind::ComputeAt:
   case PrimitiveKind::FoldInit:
   case PrimitiveKind::Epilogue:
+  case PrimitiveKind::FlashAttention:
   case PrimitiveKind::Inline: break;
   }
   internal_fail(__FILE__, __LINE__, "program-level primitive applied to one func");
@@ -126,6 +128,10 @@ LoopProgram lower_scheduled(const Kernel& kernel, const ShapeBindings& b, const 
       }
       if (x.kind == PrimitiveKind::Epilogue) {
         p = epilogue(p, x.buffer);
+        continue;
+      }
+      if (x.kind == PrimitiveKind::FlashAttention) {
+        p = flash_attention(k, p, b, hcd, x.buffer, x.factors);
         continue;
       }
       const std::vector<std::string> loops = named_loops(x);

@@ -7,12 +7,15 @@
 //   rows as the register file holds next to one B row and one A broadcast), a reduction
 //   block kc whose A and B micro-panels fit in L1, an output block mc x nc whose packed
 //   panels fit in L2, A and B packed per block, blocks spread over the compute units.
+// - Attention written as comprehensions (scores, row max, row sum, output) becomes one
+//   flash-attention launch (FlashAttention.cpp); its statements are then no GEMM sites.
 // - Every other launch whose outermost loop is spatial runs it in parallel.
 // - A per-slice statement chain (softmax's max, sum, normalise) runs as one launch:
 //   each local that the next statement reads at the same outer index is computed there.
 #include "schedule/AutoSchedule.h"
 
 #include "schedule/ApplySchedule.h"
+#include "schedule/FlashAttention.h"
 #include "schedule/Primitives.h"
 #include "schedule/Lower.h"
 #include "schedule/LoopRewrite.h"
@@ -83,7 +86,11 @@ bool gemm_tiling_fits(const GemmSite& s, const GemmTiling& t, const hcd::Hcd& h,
 std::vector<GemmSite> gemm_sites(const Kernel& k, const ShapeBindings& b, const hcd::Hcd& h) {
   std::vector<GemmSite> sites;
   LoopProgram p = lower_to_loops(k, b, h, LowerOptions{true});
+  std::set<size_t> attention; // statements the flash-attention fusion takes
+  for (const AttentionSite& a : attention_sites(k, b))
+    for (size_t n = a.first; n <= a.first + 3; ++n) attention.insert(n);
   for (size_t n = 0; n < k.body.size(); ++n) {
+    if (attention.count(n)) continue;
     const std::string name = fmt::format("{}_{}", k.name, n);
     bool has_init = false;
     const LoopFunc* f = nullptr;
@@ -256,7 +263,17 @@ AutoSchedule auto_schedule(const Kernel& k, const ShapeBindings& b, const hcd::H
     return true;
   };
   auto [l1, l2] = cache_sizes(h);
-  std::set<size_t> gemm_statements;
+  std::set<size_t> gemm_statements; // and fused attention statements
+  for (const AttentionSite& site : attention_sites(k, b)) {
+    const FlashBlocks fb = flash_blocks(site, h);
+    Primitive fa;
+    fa.kind = PrimitiveKind::FlashAttention;
+    fa.buffer = site.output;
+    fa.factors = {fb.rows, fb.keys};
+    if (!try_add({fa})) continue;
+    for (size_t n = site.first; n <= site.first + 3; ++n) gemm_statements.insert(n);
+    for (std::string& r : flash_reasons(site, fb, h)) a.reasons.push_back(std::move(r));
+  }
   for (const GemmSite& site : gemm_sites(k, b, h)) {
     const GemmTiling& t = site.tiling;
     // The whole GEMM schedule, else without packing, else blocking only.

@@ -24,6 +24,7 @@ constexpr KindName kKinds[] = {
     {PrimitiveKind::ComputeAt, "compute_at"}, {PrimitiveKind::Inline, "inline"},
     {PrimitiveKind::MicroKernel, "microkernel"}, {PrimitiveKind::FoldInit, "fold_init"},
     {PrimitiveKind::Epilogue, "epilogue"},
+    {PrimitiveKind::FlashAttention, "flash_attention"},
 };
 
 constexpr ForKind kBindKinds[] = {ForKind::GridX,   ForKind::GridY,   ForKind::GridZ,
@@ -35,7 +36,7 @@ const char* kUsage =
     "primitives: split V F [as O, I]; tile V F, W G; reorder V, W, ...; fuse V, W [as N]; "
     "parallel V; vectorize V; unroll V; bind V grid.x|thread.x|...; stage T local|shared|register "
     "at V; cache_write T register|local at V; compute_at T at V; inline T; microkernel V; fold_init T; epilogue T; any of "
-    "them may end with `on T` (the statement writing T)";
+    "them may end with `on T` (the statement writing T); flash_attention O [rows R keys K]";
 
 // One token of the schedule text with where it starts.
 struct Word {
@@ -187,6 +188,15 @@ public:
     case PrimitiveKind::MicroKernel:
       p.at = ident(next("a loop variable"), "a loop variable");
       break;
+    case PrimitiveKind::FlashAttention:
+      p.buffer = ident(next("the output of an attention chain"), "a tensor name");
+      if (more()) {
+        keyword("rows");
+        p.factors.push_back(factor());
+        keyword("keys");
+        p.factors.push_back(factor());
+      }
+      break;
     }
     if (more()) fail(peek(), fmt::format("unexpected '{}' after {}", peek().text, op), kUsage);
     return p;
@@ -285,6 +295,10 @@ std::string to_text(const Schedule& s) {
     case PrimitiveKind::FoldInit:
     case PrimitiveKind::Epilogue: line += " " + p.buffer; break;
     case PrimitiveKind::MicroKernel: line += " " + p.at; break;
+    case PrimitiveKind::FlashAttention:
+      line += " " + p.buffer;
+      if (p.factors.size() == 2) line += fmt::format(" rows {} keys {}", p.factors[0], p.factors[1]);
+      break;
     }
     if (!p.on.empty()) line += " on " + p.on;
     out += line + "\n";

@@ -1,0 +1,723 @@
+// flash_attention: matching attention chains and building their fused, online-softmax
+// loop nest (see FlashAttention.h).
+//
+// The fused launch, per task = (leading indices, block of `rows` query rows):
+//   m_run = -inf, l_run = 0, O_acc = 0
+//   for each block of `keys` keys (causal: only up to the block's last row's diagonal)
+//     S_tile = the scores of the block      (register tiles: mr rows x nr keys, sum over r)
+//     m_new = max(m_run, masked row max);  rescale = m_run == m_new ? 1 : exp(m_run - m_new)
+//     S_tile = masked exp(S_tile - m_new);  l_run = l_run * rescale + row sum of S_tile
+//     O_acc = O_acc * rescale + S_tile x values   (register tiles: mr rows x nd columns)
+//     m_run = m_new
+//   O = O_acc / l_run   (masked: 0 for a row whose keys are all masked, as the reference)
+// Operands whose reads move with the key and not with the query (K) are staged per key
+// block (the `stage` primitive), which packs them as the register tile reads them.
+// Partial blocks read clamped indices (valid elements, results never stored) and mask the
+// keys past the end, so every block runs the same code.
+#include "schedule/FlashAttention.h"
+
+#include "schedule/IndexArith.h"
+#include "schedule/LoopRewrite.h"
+#include "schedule/Primitives.h"
+#include "schedule/ShapeEval.h"
+#include "schedule/Specialize.h"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <set>
+
+namespace unitile {
+
+namespace {
+
+// Canonical index names (not valid identifiers, so they never meet a user's name).
+const std::string kI = "%i", kJ = "%j", kD = "%d";
+std::string batch_var(size_t n) { return fmt::format("%b{}", n); }
+std::string reduction_var(size_t n) { return fmt::format("%r{}", n); }
+
+// A matched chain with its expressions over the canonical names.
+struct Chain {
+  AttentionSite site;
+  Expr score;  // summed over %r0.. into S[%b.., %i, %j]
+  Expr mask;   // over %b.., %i, %j; null when unmasked
+  Expr weight; // over %b.., %j, %d (and maybe %i)
+  std::vector<std::string> reduction_names; // the scores' own reduction variables
+  std::vector<int64_t> reduction_extents;
+  DType max_type = DType::F32, sum_type = DType::F32, out_type = DType::F32;
+};
+
+Expr rename(const Expr& e, const std::map<std::string, std::string>& names) {
+  return rewrite(e, [&](const Expr& x) -> Expr {
+    if (x->kind != ExprKind::Var) return x;
+    auto it = names.find(x->name);
+    return it == names.end() ? x : var(it->second, x->type, x->loc);
+  });
+}
+
+Expr instantiate(const Expr& e, const std::map<std::string, Expr>& at) {
+  return rewrite(e, [&](const Expr& x) -> Expr {
+    if (x->kind != ExprKind::Var) return x;
+    auto it = at.find(x->name);
+    return it == at.end() ? x : it->second;
+  });
+}
+
+bool reads_any(const Expr& e, const std::set<std::string>& tensors) {
+  bool found = false;
+  visit(e, [&](const Expr& x) { found |= x->kind == ExprKind::Access && tensors.count(x->name); });
+  return found;
+}
+
+bool uses_any(const Expr& e, const std::set<std::string>& vars) {
+  bool found = false;
+  visit(e, [&](const Expr& x) { found |= x->kind == ExprKind::Var && vars.count(x->name); });
+  return found;
+}
+
+bool is_access(const Expr& e, const std::string& tensor, const std::vector<std::string>& vars) {
+  if (e->kind != ExprKind::Access || e->name != tensor || e->guard || e->operands.size() != vars.size()) return false;
+  for (size_t n = 0; n < vars.size(); ++n)
+    if (e->operands[n]->kind != ExprKind::Var || e->operands[n]->name != vars[n]) return false;
+  return true;
+}
+
+bool is_neg_inf(const Expr& e) {
+  return e->kind == ExprKind::FloatImm && std::isinf(e->float_value) && e->float_value < 0;
+}
+
+bool is_zero(const Expr& e) {
+  return (e->kind == ExprKind::FloatImm && e->float_value == 0) || (e->kind == ExprKind::IntImm && e->int_value == 0);
+}
+
+bool is_binary(const Expr& e, BinaryOp op) { return e->kind == ExprKind::Binary && e->binary_op == op; }
+
+// The other factor of a product one of whose factors satisfies `is_factor`.
+template <typename F> Expr other_factor(const Expr& product, F&& is_factor) {
+  if (!is_binary(product, BinaryOp::Mul)) return nullptr;
+  if (is_factor(product->operands[0])) return product->operands[1];
+  if (is_factor(product->operands[1])) return product->operands[0];
+  return nullptr;
+}
+
+// `j <= i + offset` implied by `mask` (one of its conjuncts), over the canonical names.
+std::optional<int64_t> causal_offset(const Expr& mask) {
+  if (!mask || mask->kind != ExprKind::Binary) return std::nullopt;
+  if (mask->binary_op == BinaryOp::And) {
+    auto a = causal_offset(mask->operands[0]), b = causal_offset(mask->operands[1]);
+    if (a && b) return std::min(*a, *b);
+    return a ? a : b;
+  }
+  Expr lo, hi;
+  bool strict = false;
+  switch (mask->binary_op) {
+  case BinaryOp::Le: lo = mask->operands[0], hi = mask->operands[1]; break;
+  case BinaryOp::Lt: lo = mask->operands[0], hi = mask->operands[1], strict = true; break;
+  case BinaryOp::Ge: lo = mask->operands[1], hi = mask->operands[0]; break;
+  case BinaryOp::Gt: lo = mask->operands[1], hi = mask->operands[0], strict = true; break;
+  default: return std::nullopt;
+  }
+  if (!is_integer(lo->type) || !is_integer(hi->type)) return std::nullopt;
+  // lo <= hi (or <) with hi - lo = i - j + c: j <= i + c (or c - 1).
+  auto lin = linearize(binary(BinaryOp::Sub, hi, lo));
+  if (!lin || lin->coef.size() != 2 || lin->coefficient(kI) != 1 || lin->coefficient(kJ) != -1) return std::nullopt;
+  return lin->constant - (strict ? 1 : 0);
+}
+
+std::optional<Chain> match_chain(const Kernel& k, size_t n, const ShapeBindings& b, std::string* why) {
+  auto no = [&](std::string w) -> std::optional<Chain> {
+    if (why) *why = std::move(w);
+    return std::nullopt;
+  };
+  if (n + 3 >= k.body.size()) return no("it is not followed by three statements (row max, row sum, output)");
+  const Comprehension &cs = k.body[n], &cm = k.body[n + 1], &cl = k.body[n + 2], &co = k.body[n + 3];
+  for (const Comprehension* c : {&cs, &cm, &cl, &co})
+    if (c->is_indirect_store()) return no("a statement of the chain is a scatter");
+  if (cs.reduce != ReduceKind::Add || cm.reduce != ReduceKind::Max || cl.reduce != ReduceKind::Add ||
+      co.reduce != ReduceKind::Add)
+    return no("the statements are not `S +=`, `m max=`, `l +=`, `O +=` in this order");
+  const std::string &S = cs.output, &m = cm.output, &l = cl.output, &O = co.output;
+  if (std::set<std::string>{S, m, l, O}.size() != 4) return no("the four statements must write four tensors");
+  const TensorDecl *ts = k.find_tensor(S), *tm = k.find_tensor(m), *tl = k.find_tensor(l), *to = k.find_tensor(O);
+  for (const TensorDecl* t : {ts, tm, tl}) {
+    if (t->role != TensorRole::Local) return no(fmt::format("'{}' is not a local", t->name));
+    if (t->dtype != DType::F32 && t->dtype != DType::F64)
+      return no(fmt::format("local '{}' is {}, not f32 or f64", t->name, dtype_name(t->dtype)));
+  }
+  if (!is_float(to->dtype)) return no(fmt::format("output '{}' is not a float tensor", O));
+  const size_t rank = cs.indices.size();
+  if (rank < 2) return no(fmt::format("'{}' has rank {}, not batch.., rows, keys", S, rank));
+  const size_t nb = rank - 2;
+  if (cm.indices.size() != nb + 1 || cl.indices.size() != nb + 1 || co.indices.size() != nb + 2)
+    return no("the row max and sum must have one index fewer than the scores, the output as many");
+  if (cs.reduction_vars.empty() || cm.reduction_vars.size() != 1 || cl.reduction_vars.size() != 1 ||
+      co.reduction_vars.size() != 1)
+    return no("the max, sum and output statements must reduce over the keys alone");
+  const std::set<std::string> chain_locals{S, m, l};
+  for (size_t t = 0; t < k.body.size(); ++t) {
+    if (t >= n && t <= n + 3) continue;
+    const Comprehension& c = k.body[t];
+    bool touches = chain_locals.count(c.output) || reads_any(c.value, chain_locals);
+    for (const Expr& i : c.store_indices) touches |= reads_any(i, chain_locals);
+    if (touches) return no(fmt::format("statement {} also uses '{}', '{}' or '{}'", t, S, m, l));
+  }
+
+  std::map<std::string, std::string> rs, rm, rl, ro;
+  std::vector<std::string> bvars;
+  for (size_t q = 0; q < nb; ++q) {
+    bvars.push_back(batch_var(q));
+    rs[cs.indices[q]] = rm[cm.indices[q]] = rl[cl.indices[q]] = ro[co.indices[q]] = batch_var(q);
+  }
+  rs[cs.indices[nb]] = rm[cm.indices[nb]] = rl[cl.indices[nb]] = ro[co.indices[nb]] = kI;
+  rs[cs.indices[nb + 1]] = kJ;
+  rm[cm.reduction_vars[0]] = rl[cl.reduction_vars[0]] = ro[co.reduction_vars[0]] = kJ;
+  ro[co.indices[nb + 1]] = kD;
+  for (size_t r = 0; r < cs.reduction_vars.size(); ++r) rs[cs.reduction_vars[r]] = reduction_var(r);
+  const std::set<std::string> names = bound_names(k);
+  auto canonical = [&](const Comprehension& c, const std::map<std::string, std::string>& r) {
+    return rename(specialize(c.value, names, b), r);
+  };
+  const Expr vs = canonical(cs, rs), vm = canonical(cm, rm), vl = canonical(cl, rl), vo = canonical(co, ro);
+
+  std::vector<std::string> s_index = bvars, m_index = bvars;
+  s_index.push_back(kI);
+  s_index.push_back(kJ);
+  m_index.push_back(kI);
+  auto is_score = [&](const Expr& e) { return is_access(e, S, s_index); };
+  auto is_exp = [&](const Expr& e) {
+    return e->kind == ExprKind::Call && e->math_fn == MathFn::Exp && is_binary(e->operands[0], BinaryOp::Sub) &&
+           is_score(e->operands[0]->operands[0]) && is_access(e->operands[0]->operands[1], m, m_index);
+  };
+  auto is_weight = [&](const Expr& e) {
+    return is_binary(e, BinaryOp::Div) && is_exp(e->operands[0]) && is_access(e->operands[1], l, m_index);
+  };
+  auto is_masked_weight = [&](const Expr& e) {
+    return e->kind == ExprKind::Select && is_weight(e->operands[1]) && is_zero(e->operands[2]);
+  };
+
+  if (reads_any(vs, {S, m, l, O})) return no(fmt::format("the scores read '{}', '{}', '{}' or '{}'", S, m, l, O));
+  Expr mask_m, mask_l, mask_o, weight;
+  if (vm->kind == ExprKind::Select && is_score(vm->operands[1]) && is_neg_inf(vm->operands[2]))
+    mask_m = vm->operands[0];
+  else if (!is_score(vm))
+    return no(fmt::format("the row max is not `{0}[..] max= {1}[..]` or `max= c ? {1}[..] : -inf`", m, S));
+  if (vl->kind == ExprKind::Select && is_exp(vl->operands[1]) && is_zero(vl->operands[2]))
+    mask_l = vl->operands[0];
+  else if (!is_exp(vl))
+    return no(fmt::format("the row sum is not `{0}[..] += exp({1}[..] - {2}[..])` or its masked form (`c ? .. : 0`)",
+                          l, S, m));
+  Expr body = vo->kind == ExprKind::Cast ? vo->operands[0] : vo;
+  if (Expr g = other_factor(body, is_weight)) {
+    weight = g;
+  } else if (Expr g2 = other_factor(body, is_masked_weight)) {
+    weight = g2;
+    mask_o = is_masked_weight(body->operands[0]) ? body->operands[0]->operands[0] : body->operands[1]->operands[0];
+  } else if (body->kind == ExprKind::Select && is_zero(body->operands[2])) {
+    if (Expr g3 = other_factor(body->operands[1], is_weight)) {
+      weight = g3;
+      mask_o = body->operands[0];
+    }
+  } else if (is_binary(body, BinaryOp::Div) && is_access(body->operands[1], l, m_index)) {
+    weight = other_factor(body->operands[0], is_exp);
+  }
+  if (!weight)
+    return no(fmt::format("the output is not `{0}[..] += exp({1} - {2}) / {3} * g` (or `(c ? exp({1} - {2}) / {3} : 0) * g`)",
+                          O, S, m, l));
+  if (reads_any(weight, {S, m, l, O}))
+    return no(fmt::format("the output's weight reads '{}', '{}', '{}' or '{}'", S, m, l, O));
+  if (!mask_m != !mask_l || !mask_m != !mask_o)
+    return no("the row max, row sum and output are not masked alike");
+  if (mask_m && (!equal(mask_m, mask_l) || !equal(mask_m, mask_o)))
+    return no("the row max, row sum and output use different masks");
+  if (mask_m && reads_any(mask_m, {S, m, l, O})) return no("the mask reads the chain's own tensors");
+
+  Chain ch;
+  AttentionSite& site = ch.site;
+  site.first = n;
+  site.scores = S;
+  site.row_max = m;
+  site.row_sum = l;
+  site.output = O;
+  auto extent = [&](const Comprehension& c, const std::string& v) {
+    return eval_int(c.ranges.at(v), b, fmt::format("the range of '{}' in kernel '{}'", v, k.name));
+  };
+  for (size_t q = 0; q < nb; ++q) site.batch.push_back(extent(cs, cs.indices[q]));
+  site.queries = extent(cs, cs.indices[nb]);
+  site.keys = extent(cs, cs.indices[nb + 1]);
+  site.head_dim = extent(co, co.indices[nb + 1]);
+  site.masked = mask_m != nullptr;
+  site.causal_offset = causal_offset(mask_m);
+  site.score_type = ts->dtype;
+  site.accumulator = compute_type(to->dtype);
+  ch.score = vs;
+  ch.mask = mask_m;
+  ch.weight = weight;
+  ch.reduction_names = cs.reduction_vars;
+  for (const std::string& r : cs.reduction_vars) ch.reduction_extents.push_back(extent(cs, r));
+  ch.max_type = tm->dtype;
+  ch.sum_type = tl->dtype;
+  ch.out_type = to->dtype;
+  return ch;
+}
+
+// The chain writing `output`, or a UserError saying why there is none.
+Chain find_chain(const Kernel& k, const ShapeBindings& b, const std::string& output) {
+  std::string why = fmt::format("no statement writes '{}'", output);
+  for (size_t n = 0; n < k.body.size(); ++n) {
+    if (k.body[n].output != output) continue;
+    if (n < 3) {
+      why = fmt::format("'{}' is written by statement {}; an attention chain has three statements before it", output, n);
+      continue;
+    }
+    std::string w;
+    if (auto ch = match_chain(k, n - 3, b, &w)) return *ch;
+    why = w;
+  }
+  throw UserError(fmt::format("error: schedule: flash_attention {}: not an attention chain: {}", output, why));
+}
+
+std::pair<int64_t, int64_t> data_caches(const hcd::Hcd& h) {
+  std::vector<int64_t> sizes;
+  for (const hcd::MemoryLevel& l : h.memory)
+    if (l.scope != "register" && l.scope != "global" && l.size_bytes > 0) sizes.push_back(l.size_bytes);
+  const int64_t l1 = sizes.empty() ? 32 * 1024 : sizes[0];
+  return {l1, sizes.size() > 1 ? sizes[1] : 8 * l1};
+}
+
+std::string kib(int64_t bytes) {
+  return bytes % 1024 == 0 ? fmt::format("{} KiB", bytes / 1024) : fmt::format("{:.1f} KiB", bytes / 1024.0);
+}
+
+// The register tiles inside the blocks: scores mr x nr, output mr x nd.
+struct RegisterTiles {
+  int64_t mr = 1, nr = 1, nd = 1;
+  int64_t registers = 0; // vector registers the larger tile needs (accumulators + operands)
+};
+
+// `fb.rows` 0: mr is the most rows the register file allows.
+RegisterTiles register_tiles(const AttentionSite& s, const FlashBlocks& fb, const hcd::Hcd& h) {
+  RegisterTiles t;
+  const int64_t ls = std::max(1, h.lanes_for(s.score_type)), la = std::max(1, h.lanes_for(s.accumulator));
+  for (int64_t c : {2 * ls, ls, int64_t{8}, int64_t{4}, int64_t{2}, int64_t{1}})
+    if (fb.keys % c == 0) {
+      t.nr = c;
+      break;
+    }
+  t.nd = s.head_dim >= 2 * la ? 2 * la : s.head_dim >= la ? la : s.head_dim;
+  const int64_t vs = (t.nr + ls - 1) / ls, va = (t.nd + la - 1) / la, v = std::max(vs, va);
+  const int64_t mr_max = std::clamp<int64_t>((h.vector_registers - v - 1) / v, 1, 8);
+  for (int64_t c = mr_max; c >= 1; --c)
+    if (fb.rows % c == 0) { // also when rows is 0
+      t.mr = c;
+      break;
+    }
+  t.registers = t.mr * v + v + 1;
+  return t;
+}
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int64_t product(const std::vector<int64_t>& v) {
+  int64_t p = 1;
+  for (int64_t x : v) p *= x;
+  return p;
+}
+
+// Names for the fused nest that no buffer, param, loop or allocation of the program uses.
+class NameSet {
+public:
+  explicit NameSet(const LoopProgram& p) {
+    for (const LoopBuffer& b : p.buffers) taken_.insert(b.name);
+    for (const ParamDecl& prm : p.params) taken_.insert(prm.name);
+  }
+  std::string fresh(const std::string& base) {
+    if (taken_.insert(base).second) return base;
+    for (int n = 0;; ++n) {
+      std::string c = fmt::format("{}_{}", base, n);
+      if (taken_.insert(c).second) return c;
+    }
+  }
+
+private:
+  std::set<std::string> taken_;
+};
+
+Expr cast_to(DType t, const Expr& e) { return e->type == t ? e : cast(t, e); }
+Expr add(Expr a, Expr b) { return binary(BinaryOp::Add, std::move(a), std::move(b)); }
+Expr mul(Expr a, Expr b) { return binary(BinaryOp::Mul, std::move(a), std::move(b)); }
+Expr imm(int64_t v) { return int_imm(v); }
+Expr floor_div(Expr a, int64_t b) { return binary(BinaryOp::FloorDiv, std::move(a), imm(b)); }
+Expr mod(Expr a, int64_t b) { return binary(BinaryOp::Mod, std::move(a), imm(b)); }
+
+// Subexpressions that call a math function but move with none of `moving` (rsqrt(D) in a
+// scaled score) become let variables, so the loops that use them stay vector code.
+Expr hoist_invariants(const Expr& e, const std::set<std::string>& moving, NameSet& names,
+                      std::vector<std::pair<std::string, Expr>>& lets) {
+  bool calls = false, reads = false;
+  visit(e, [&](const Expr& x) {
+    calls |= x->kind == ExprKind::Call;
+    reads |= x->kind == ExprKind::Access;
+  });
+  if (!calls) return e;
+  if (!reads && !uses_any(e, moving)) {
+    for (const auto& [name, value] : lets)
+      if (equal(value, e)) return var(name, e->type);
+    lets.emplace_back(names.fresh("scale"), e);
+    return var(lets.back().first, e->type);
+  }
+  std::vector<Expr> ops;
+  for (const Expr& o : e->operands) ops.push_back(hoist_invariants(o, moving, names, lets));
+  return with_operands(e, std::move(ops), e->guard);
+}
+
+// f = x * a / b ... with float factors a, b that do not move with the reduction axes: the
+// tile sums x and applies the factors once per score (a scaled dot product then costs one
+// fused multiply-add per step, not two operations). `outside` lists the factors from the
+// outermost in.
+struct Factored {
+  Expr summed;
+  std::vector<std::pair<BinaryOp, Expr>> outside;
+};
+
+Factored factor_out(const Expr& f, const std::set<std::string>& reduction) {
+  Factored r{f, {}};
+  for (;;) {
+    const Expr e = r.summed;
+    if (!is_float(e->type)) break;
+    if (is_binary(e, BinaryOp::Mul) && !uses_any(e->operands[1], reduction)) {
+      r.outside.emplace_back(BinaryOp::Mul, e->operands[1]);
+      r.summed = e->operands[0];
+    } else if (is_binary(e, BinaryOp::Mul) && !uses_any(e->operands[0], reduction)) {
+      r.outside.emplace_back(BinaryOp::Mul, e->operands[0]);
+      r.summed = e->operands[1];
+    } else if (is_binary(e, BinaryOp::Div) && !uses_any(e->operands[1], reduction)) {
+      r.outside.emplace_back(BinaryOp::Div, e->operands[1]);
+      r.summed = e->operands[0];
+    } else {
+      break;
+    }
+  }
+  return r;
+}
+
+} // namespace
+
+std::vector<AttentionSite> attention_sites(const Kernel& k, const ShapeBindings& b) {
+  std::vector<AttentionSite> out;
+  for (size_t n = 0; n + 3 < k.body.size(); ++n)
+    if (auto ch = match_chain(k, n, b, nullptr)) {
+      out.push_back(ch->site);
+      n += 3;
+    }
+  return out;
+}
+
+FlashBlocks flash_blocks(const AttentionSite& s, const hcd::Hcd& h) {
+  auto [l1, l2] = data_caches(h);
+  (void)l2;
+  const int64_t bytes = dtype_bytes(s.score_type), acc_bytes = dtype_bytes(s.accumulator);
+  const int64_t lanes = std::max(1, h.lanes_for(s.score_type)), nr = 2 * lanes;
+  FlashBlocks fb;
+  // K and V tiles of the key block in half of L1.
+  fb.keys = std::max(nr, l1 / 4 / (s.head_dim * bytes) / nr * nr);
+  fb.keys = std::min(fb.keys, ceil_div(s.keys, nr) * nr);
+  // Q rows, output accumulators and the score tile of the query rows in the other half.
+  const int64_t mr = register_tiles(s, FlashBlocks{0, fb.keys}, h).mr;
+  const int64_t per_row = s.head_dim * bytes + s.head_dim * acc_bytes + fb.keys * bytes;
+  fb.rows = std::max(mr, l1 / 2 / per_row / mr * mr);
+  fb.rows = std::min(fb.rows, ceil_div(s.queries, mr) * mr);
+  while (product(s.batch) * ceil_div(s.queries, fb.rows) < 2 * h.units && fb.rows > mr) fb.rows -= mr;
+  return fb;
+}
+
+std::vector<std::string> flash_reasons(const AttentionSite& s, const FlashBlocks& fb, const hcd::Hcd& h) {
+  std::vector<std::string> r;
+  auto [l1, l2] = data_caches(h);
+  (void)l2;
+  std::string shape;
+  for (int64_t x : s.batch) shape += fmt::format("{}x", x);
+  const int64_t bytes = dtype_bytes(s.score_type), acc_bytes = dtype_bytes(s.accumulator);
+  r.push_back(fmt::format("{} (statements {}-{}): attention fused into one flash-attention launch (online softmax); "
+                          "{} ({}{}x{} {}, {}), {} and {} are never written to memory",
+                          s.output, s.first, s.first + 3, s.scores, shape, s.queries, s.keys,
+                          dtype_name(s.score_type),
+                          kib(product(s.batch) * s.queries * s.keys * bytes), s.row_max, s.row_sum));
+  if (s.causal_offset)
+    r.push_back(fmt::format("  causal mask (keys j <= i{:+}): key blocks past the diagonal are skipped, not masked",
+                            *s.causal_offset));
+  else if (s.masked)
+    r.push_back("  masked: the mask is applied per element in every key block");
+  const RegisterTiles t = register_tiles(s, fb, h);
+  r.push_back(fmt::format("  blocks: {} query rows x {} keys; K and V tiles {} against half of L1 ({}); Q, output and "
+                          "score tiles {}",
+                          fb.rows, fb.keys, kib(2 * fb.keys * s.head_dim * bytes), kib(l1),
+                          kib(fb.rows * (s.head_dim * bytes + s.head_dim * acc_bytes + fb.keys * bytes))));
+  r.push_back(fmt::format("  registers: score tile {}x{} and output tile {}x{}: {} of {} vector registers ({}-bit)",
+                          t.mr, t.nr, t.mr, t.nd, t.registers, h.vector_registers, h.vector_bits));
+  const int64_t blocks = ceil_div(s.queries, fb.rows);
+  r.push_back(fmt::format("  threads: {} tasks ({}{} row blocks) over {} compute units", product(s.batch) * blocks,
+                          shape, blocks, h.units));
+  return r;
+}
+
+LoopProgram flash_attention(const Kernel& k, const LoopProgram& p, const ShapeBindings& b, const hcd::Hcd& h,
+                            const std::string& output, const std::vector<int64_t>& blocks) {
+  const std::string what = fmt::format("flash_attention {}", output);
+  const Chain ch = find_chain(k, b, output);
+  const AttentionSite& s = ch.site;
+  FlashBlocks fb = flash_blocks(s, h);
+  if (!blocks.empty()) {
+    if (blocks.size() != 2 || blocks[0] < 1 || blocks[1] < 1)
+      throw UserError(fmt::format("error: schedule: {}: expected two positive block sizes (rows, keys)", what));
+    fb = FlashBlocks{blocks[0], blocks[1]};
+  }
+  // The chain's launches, as lowering made them.
+  std::vector<size_t> replaced;
+  for (size_t n = s.first; n <= s.first + 3; ++n) {
+    bool found = false;
+    for (size_t f = 0; f < p.funcs.size(); ++f) {
+      const std::string& name = p.funcs[f].name;
+      if (name == fmt::format("{}_{}", k.name, n)) found = true;
+      if (name == fmt::format("{}_{}", k.name, n) || name == fmt::format("{}_{}_init", k.name, n))
+        replaced.push_back(f);
+    }
+    if (!found)
+      throw UserError(fmt::format("error: schedule: {}: the launch of statement {} was already changed by an "
+                                  "earlier primitive; put flash_attention first",
+                                  what, n));
+  }
+  std::sort(replaced.begin(), replaced.end());
+
+  const RegisterTiles t = register_tiles(s, fb, h);
+  const int64_t br = fb.rows, bj = fb.keys, Nq = s.queries, Nk = s.keys, D = s.head_dim;
+  const int64_t mr = t.mr, nr = t.nr, nd = t.nd;
+  const int64_t nqb = ceil_div(Nq, br), nkb = ceil_div(Nk, bj), tasks = product(s.batch) * nqb;
+  const DType Ts = s.score_type, Tm = ch.max_type, Tl = ch.sum_type, Ta = s.accumulator;
+  const double inf = std::numeric_limits<double>::infinity();
+
+  NameSet names(p);
+  const std::string task = names.fresh("task"), qb = names.fresh("q_block"), i0 = names.fresh("i0"),
+                    kb = names.fresh("k_block"), r_o = names.fresh("r_o"), r_i = names.fresh("r_i"),
+                    c_o = names.fresh("c_o"), c_i = names.fresh("c_i"), d_o = names.fresh("d_o"),
+                    d_i = names.fresh("d_i"), r = names.fresh("r"), c = names.fresh("c"), d = names.fresh("d");
+  const std::string s_tile = names.fresh(s.scores + "_tile"), s_reg = names.fresh(s.scores + "_reg"),
+                    m_run = names.fresh(s.row_max + "_run"), m_new = names.fresh(s.row_max + "_new"),
+                    rescale = names.fresh(s.row_max + "_rescale"), l_run = names.fresh(s.row_sum + "_run"),
+                    o_acc = names.fresh(s.output + "_acc"), o_reg = names.fresh(s.output + "_reg");
+  std::vector<std::string> red;
+  for (const std::string& v : ch.reduction_names) red.push_back(names.fresh(v));
+
+  // Lets of the task: leading indices, the query block (causal: interleaved short and long
+  // blocks, so that contiguous chunks of tasks carry equal work), its first row.
+  std::vector<std::pair<std::string, Expr>> lets;
+  std::map<std::string, Expr> at;
+  const Expr tv = var(task);
+  {
+    int64_t stride = nqb;
+    std::vector<Expr> bexpr(s.batch.size());
+    for (size_t q = s.batch.size(); q-- > 0;) {
+      Expr e = floor_div(tv, stride);
+      bexpr[q] = q == 0 ? e : mod(e, s.batch[q]);
+      stride *= s.batch[q];
+    }
+    for (size_t q = 0; q < s.batch.size(); ++q) {
+      std::string name = names.fresh(fmt::format("b{}", q));
+      lets.emplace_back(name, simplify(bexpr[q]));
+      at[batch_var(q)] = var(name);
+    }
+    Expr qt = s.batch.empty() ? tv : mod(tv, nqb);
+    if (s.causal_offset && nqb > 1) {
+      Expr half = floor_div(qt, 2);
+      qt = add(half, mul(mod(qt, 2), binary(BinaryOp::Sub, imm(nqb - 1), mul(imm(2), half))));
+    }
+    lets.emplace_back(qb, simplify(nqb == 1 ? imm(0) : qt));
+    lets.emplace_back(i0, mul(var(qb), imm(br)));
+  }
+  std::set<std::string> moving{kI, kJ, kD};
+  for (size_t n = 0; n < red.size(); ++n) moving.insert(reduction_var(n));
+  std::vector<std::pair<std::string, Expr>> hoisted;
+  const Expr score = hoist_invariants(ch.score, moving, names, hoisted);
+  const Expr weight = hoist_invariants(ch.weight, moving, names, hoisted);
+  for (auto& [name, value] : hoisted) lets.emplace_back(name, instantiate(value, at));
+
+  auto row_of = [&](const Expr& row) {
+    Expr i = add(var(i0), row);
+    return Nq % br ? call(MathFn::Min, {i, imm(Nq - 1)}) : i;
+  };
+  auto key_of = [&](const Expr& col) {
+    Expr j = add(mul(var(kb), imm(bj)), col);
+    return Nk % bj ? call(MathFn::Min, {j, imm(Nk - 1)}) : j;
+  };
+  // The element (row, col) of the key block takes part: inside the keys, and unmasked.
+  auto valid = [&](const Expr& row, const Expr& col) -> Expr {
+    Expr ok;
+    if (Nk % bj) ok = binary(BinaryOp::Lt, add(mul(var(kb), imm(bj)), col), imm(Nk));
+    if (ch.mask) {
+      std::map<std::string, Expr> m = at;
+      m[kI] = row_of(row);
+      m[kJ] = key_of(col);
+      Expr c2 = instantiate(ch.mask, m);
+      ok = ok ? binary(BinaryOp::And, ok, c2) : c2;
+    }
+    return ok ? simplify(ok) : nullptr;
+  };
+  auto tile = [&](const std::string& row, int64_t rows, const std::string& col, const Expr& cols, Stmt body) {
+    return for_loop(row, imm(0), imm(rows), ForKind::Unrolled,
+                    for_loop(col, imm(0), cols, ForKind::Vectorized, std::move(body)));
+  };
+  const Expr tile_row = add(mul(var(r_o), imm(mr)), var(r_i));
+  auto rd = [](const std::string& buffer, std::vector<Expr> idx, DType type) {
+    return access(buffer, std::move(idx), type);
+  };
+
+  // Scores of the block: S_tile[r][c] = sum over r.. of f, an mr x nr register tile at a time.
+  Stmt scores;
+  {
+    const Expr col = add(mul(var(c_o), imm(nr)), var(c_i));
+    std::map<std::string, Expr> m = at;
+    m[kI] = row_of(tile_row);
+    m[kJ] = key_of(col);
+    for (size_t n = 0; n < red.size(); ++n) m[reduction_var(n)] = var(red[n]);
+    std::set<std::string> reductions;
+    for (size_t n = 0; n < red.size(); ++n) reductions.insert(reduction_var(n));
+    const Factored parts = factor_out(score, reductions);
+    const Expr f = simplify(instantiate(parts.summed, m));
+    const std::vector<Expr> reg{var(r_i), var(c_i)};
+    Stmt update = tile(r_i, mr, c_i, imm(nr),
+                       store(s_reg, reg, add(rd(s_reg, reg, Ts), cast_to(Ts, f))));
+    Expr tile_value = rd(s_reg, reg, Ts);
+    for (size_t n = parts.outside.size(); n-- > 0;)
+      tile_value = binary(parts.outside[n].first, tile_value, simplify(instantiate(parts.outside[n].second, m)));
+    for (size_t n = red.size(); n-- > 0;)
+      update = for_loop(red[n], imm(0), imm(ch.reduction_extents[n]), ForKind::Serial, update);
+    Stmt body = allocate(
+        s_reg, Ts, {mr, nr}, MemScope::Register,
+        block({tile(r_i, mr, c_i, imm(nr), store(s_reg, reg, float_imm(0.0, Ts))), update,
+               tile(r_i, mr, c_i, imm(nr), store(s_tile, {simplify(tile_row), simplify(col)}, cast_to(Ts, tile_value)))}));
+    scores = for_loop(r_o, imm(0), imm(br / mr), ForKind::Serial,
+                      for_loop(c_o, imm(0), imm(bj / nr), ForKind::Serial, body));
+  }
+
+  // Online softmax of the block, row by row.
+  Stmt softmax;
+  {
+    const Expr sv = rd(s_tile, {var(r), var(c)}, Ts);
+    const Expr ok = valid(var(r), var(c));
+    const Expr mr_run = rd(m_run, {var(r)}, Tm), mr_new = rd(m_new, {var(r)}, Tm), lr = rd(l_run, {var(r)}, Tl);
+    Expr masked_score = cast_to(Tm, sv);
+    if (ok) masked_score = select(ok, masked_score, float_imm(-inf, Tm));
+    Expr p = cast_to(Ts, call(MathFn::Exp, {binary(BinaryOp::Sub, sv, cast_to(Ts, mr_new))}));
+    if (ok) p = select(ok, p, float_imm(0.0, Ts));
+    softmax = for_loop(
+        r, imm(0), imm(br), ForKind::Serial,
+        block({store(m_new, {var(r)}, mr_run),
+               for_loop(c, imm(0), imm(bj), ForKind::Serial,
+                        store(m_new, {var(r)}, call(MathFn::Max, {mr_new, masked_score}))),
+               store(rescale, {var(r)},
+                     select(binary(BinaryOp::Eq, mr_run, mr_new), float_imm(1.0, Tm),
+                            call(MathFn::Exp, {binary(BinaryOp::Sub, mr_run, mr_new)}))),
+               store(l_run, {var(r)}, mul(lr, cast_to(Tl, rd(rescale, {var(r)}, Tm)))),
+               for_loop(c, imm(0), imm(bj), ForKind::Serial,
+                        block({store(s_tile, {var(r), var(c)}, p), store(l_run, {var(r)}, add(lr, cast_to(Tl, sv)))})),
+               store(m_run, {var(r)}, mr_new)}));
+  }
+
+  // O_acc = O_acc * rescale + S_tile x weights, an mr x nd register tile at a time.
+  Stmt values;
+  {
+    const Expr dcol = add(mul(var(d_o), imm(nd)), var(d_i));
+    const Expr dext = D % nd ? call(MathFn::Min, {imm(nd), binary(BinaryOp::Sub, imm(D), mul(var(d_o), imm(nd)))})
+                             : imm(nd);
+    std::map<std::string, Expr> m = at;
+    m[kI] = row_of(tile_row);
+    m[kJ] = key_of(var(c));
+    m[kD] = dcol;
+    const Expr g = simplify(instantiate(weight, m));
+    const std::vector<Expr> reg{var(r_i), var(d_i)}, acc{simplify(tile_row), simplify(dcol)};
+    Stmt body = allocate(
+        o_reg, Ta, {mr, nd}, MemScope::Register,
+        block({tile(r_i, mr, d_i, dext,
+                    store(o_reg, reg, cast_to(Ta, mul(rd(o_acc, acc, Ta), rd(rescale, {simplify(tile_row)}, Tm))))),
+               for_loop(c, imm(0), imm(bj), ForKind::Serial,
+                        tile(r_i, mr, d_i, dext,
+                             store(o_reg, reg,
+                                   add(rd(o_reg, reg, Ta),
+                                       cast_to(Ta, mul(rd(s_tile, {simplify(tile_row), var(c)}, Ts), g)))))),
+               tile(r_i, mr, d_i, dext, store(o_acc, acc, rd(o_reg, reg, Ta)))}));
+    values = for_loop(r_o, imm(0), imm(br / mr), ForKind::Serial,
+                      for_loop(d_o, imm(0), imm(ceil_div(D, nd)), ForKind::Serial, body));
+  }
+
+  // Key blocks: all of them, or (causal) up to the diagonal of the block's last row.
+  Expr key_blocks = imm(nkb);
+  if (s.causal_offset) {
+    Expr last = Nq % br ? call(MathFn::Min, {add(var(i0), imm(br)), imm(Nq)}) : add(var(i0), imm(br));
+    last = add(last, imm(*s.causal_offset - 1));
+    Expr reach = call(MathFn::Max, {add(floor_div(last, bj), imm(1)), imm(0)});
+    key_blocks = call(MathFn::Min, {reach, imm(nkb)});
+  }
+  Stmt key_loop = for_loop(kb, imm(0), key_blocks, ForKind::Serial, block({scores, softmax, values}));
+
+  // The result, and the state it starts from.
+  Stmt init = block({for_loop(r, imm(0), imm(br), ForKind::Serial,
+                              block({store(m_run, {var(r)}, float_imm(-inf, Tm)),
+                                     store(l_run, {var(r)}, float_imm(0.0, Tl))})),
+                     for_loop(r, imm(0), imm(br), ForKind::Serial,
+                              for_loop(d, imm(0), imm(D), ForKind::Vectorized,
+                                       store(o_acc, {var(r), var(d)}, float_imm(0.0, Ta))))});
+  Stmt result;
+  {
+    std::vector<Expr> out_index;
+    for (size_t q = 0; q < s.batch.size(); ++q) out_index.push_back(at[batch_var(q)]);
+    out_index.push_back(add(var(i0), var(r)));
+    out_index.push_back(var(d));
+    const Expr lr = rd(l_run, {var(r)}, Tl);
+    Expr v = binary(BinaryOp::Div, rd(o_acc, {var(r), var(d)}, Ta), lr);
+    if (s.masked) v = select(binary(BinaryOp::Eq, lr, float_imm(0.0, Tl)), float_imm(0.0, v->type), v);
+    Stmt st = for_loop(d, imm(0), imm(D), ForKind::Vectorized, store(s.output, out_index, cast_to(ch.out_type, v)));
+    if (Nq % br) st = if_then(binary(BinaryOp::Lt, add(var(i0), var(r)), imm(Nq)), st);
+    result = for_loop(r, imm(0), imm(br), ForKind::Serial, st);
+  }
+
+  Stmt body = allocate(s_tile, Ts, {br, bj}, MemScope::Local,
+                       allocate(m_new, Tm, {br}, MemScope::Local,
+                                allocate(rescale, Tm, {br}, MemScope::Local, key_loop)));
+  body = block({init, body, result});
+  body = allocate(m_run, Tm, {br}, MemScope::Local,
+                  allocate(l_run, Tl, {br}, MemScope::Local, allocate(o_acc, Ta, {br, D}, MemScope::Local, body)));
+  for (size_t n = lets.size(); n-- > 0;) body = let_stmt(lets[n].first, lets[n].second, body);
+
+  LoopProgram out = p;
+  const std::string func_name = fmt::format("{}_{}", k.name, s.first + 3);
+  for (size_t n = replaced.size(); n-- > 0;) out.funcs.erase(out.funcs.begin() + static_cast<std::ptrdiff_t>(replaced[n]));
+  const auto pos = out.funcs.begin() + static_cast<std::ptrdiff_t>(replaced.front());
+  const size_t index = static_cast<size_t>(pos - out.funcs.begin());
+  out.funcs.insert(pos, LoopFunc{func_name, for_loop(task, imm(0), imm(tasks), ForKind::GridX, body)});
+  std::erase_if(out.buffers, [&](const LoopBuffer& x) {
+    return x.name == s.scores || x.name == s.row_max || x.name == s.row_sum;
+  });
+
+  // Stage what the scores read per key (K) at the key block: packed as the tile reads it.
+  std::set<std::string> key_side;
+  visit(ch.score, [&](const Expr& x) {
+    if (x->kind != ExprKind::Access) return;
+    bool keys = false, rows = false;
+    for (const Expr& i : x->operands) {
+      keys |= depends_on(i, kJ);
+      rows |= depends_on(i, kI);
+    }
+    if (keys && !rows) key_side.insert(x->name);
+  });
+  for (const std::string& tensor : key_side) {
+    try {
+      out.funcs[index].body = stage_buffer(out, out.funcs[index].body, tensor, MemScope::Local, kb);
+    } catch (const UserError&) {
+      // Not stageable here (read at two patterns, ...): the tile reads it in place.
+    }
+  }
+  return out;
+}
+
+} // namespace unitile
