@@ -23,6 +23,12 @@ std::vector<OpDef> build_library() {
   add_matmul_ops(ops);
   add_normalization_ops(ops);
   add_attention_ops(ops);
+  add_conv_ops(ops);
+  add_pool_ops(ops);
+  add_resize_ops(ops);
+  add_loss_ops(ops);
+  add_dropout_ops(ops);
+  add_optimizer_ops(ops);
   std::sort(ops.begin(), ops.end(),
             [](const OpDef& a, const OpDef& b) { return a.name < b.name; });
   for (size_t i = 1; i < ops.size(); ++i)
@@ -161,6 +167,9 @@ AttrValue parse_attr_text(const OpDef& op, const std::string& name, const std::s
   };
   if (spec->kind == AttrKind::String)
     return text;
+  // JSON has no infinity; a float attribute may be `inf` (clip_grad_norm's norm_type).
+  if (spec->kind == AttrKind::Float && (text == "inf" || text == "+inf" || text == "-inf"))
+    return text == "-inf" ? -HUGE_VAL : HUGE_VAL;
   // Lists may be written bare (`0,2,1`) or as JSON (`[0, 2, 1]`).
   std::string json_text = text;
   if ((spec->kind == AttrKind::Ints || spec->kind == AttrKind::Floats) && !text.empty() &&

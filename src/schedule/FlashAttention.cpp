@@ -44,6 +44,7 @@ struct Chain {
   AttentionSite site;
   Expr score;  // summed over %r0.. into S[%b.., %i, %j]
   Expr mask;   // over %b.., %i, %j; null when unmasked
+  bool mask_is_causal_bound = false; // the mask is exactly `j <= i + offset` (or <, >=, >)
   Expr weight; // over %b.., %j, %d (and maybe %i)
   std::vector<std::string> reduction_names; // the scores' own reduction variables
   std::vector<int64_t> reduction_extents;
@@ -254,6 +255,7 @@ std::optional<Chain> match_chain(const Kernel& k, size_t n, const ShapeBindings&
   site.accumulator = compute_type(to->dtype);
   ch.score = vs;
   ch.mask = mask_m;
+  ch.mask_is_causal_bound = site.causal_offset && mask_m->kind == ExprKind::Binary && mask_m->binary_op != BinaryOp::And;
   ch.weight = weight;
   ch.reduction_names = cs.reduction_vars;
   for (const std::string& r : cs.reduction_vars) ch.reduction_extents.push_back(extent(cs, r));
@@ -600,17 +602,17 @@ LoopProgram flash_attention(const Kernel& k, const LoopProgram& p, const ShapeBi
                       for_loop(c_o, imm(0), imm(bj / nr), ForKind::Serial, body));
   }
 
-  // Online softmax of the block, row by row.
-  Stmt softmax;
-  {
+  // Online softmax of the block, row by row. `ok` (null: every element counts) masks
+  // the max and the probabilities; the exps run as their own loop so that, unmasked, it
+  // is vector code.
+  auto row_softmax = [&](const Expr& ok) {
     const Expr sv = rd(s_tile, {var(r), var(c)}, Ts);
-    const Expr ok = valid(var(r), var(c));
     const Expr mr_run = rd(m_run, {var(r)}, Tm), mr_new = rd(m_new, {var(r)}, Tm), lr = rd(l_run, {var(r)}, Tl);
     Expr masked_score = cast_to(Tm, sv);
     if (ok) masked_score = select(ok, masked_score, float_imm(-inf, Tm));
     Expr p = cast_to(Ts, call(MathFn::Exp, {binary(BinaryOp::Sub, sv, cast_to(Ts, mr_new))}));
     if (ok) p = select(ok, p, float_imm(0.0, Ts));
-    softmax = for_loop(
+    return for_loop(
         r, imm(0), imm(br), ForKind::Serial,
         block({store(m_new, {var(r)}, mr_run),
                for_loop(c, imm(0), imm(bj), ForKind::Serial,
@@ -618,10 +620,27 @@ LoopProgram flash_attention(const Kernel& k, const LoopProgram& p, const ShapeBi
                store(rescale, {var(r)},
                      select(binary(BinaryOp::Eq, mr_run, mr_new), float_imm(1.0, Tm),
                             call(MathFn::Exp, {binary(BinaryOp::Sub, mr_run, mr_new)}))),
+               for_loop(c, imm(0), imm(bj), ForKind::Vectorized, store(s_tile, {var(r), var(c)}, p)),
                store(l_run, {var(r)}, mul(lr, cast_to(Tl, rd(rescale, {var(r)}, Tm)))),
-               for_loop(c, imm(0), imm(bj), ForKind::Serial,
-                        block({store(s_tile, {var(r), var(c)}, p), store(l_run, {var(r)}, add(lr, cast_to(Tl, sv)))})),
+               for_loop(c, imm(0), imm(bj), ForKind::Serial, store(l_run, {var(r)}, add(lr, cast_to(Tl, sv)))),
                store(m_run, {var(r)}, mr_new)}));
+  };
+  Stmt softmax;
+  {
+    const Expr ok = valid(var(r), var(c));
+    // A key block that every row of the query block sees whole (inside the keys, and below
+    // a causal mask's diagonal for the first row) needs no mask at all.
+    Expr whole;
+    const Expr block_end = mul(add(var(kb), imm(1)), imm(bj)); // one past its last key
+    if (ok && (!ch.mask || ch.mask_is_causal_bound)) {
+      if (Nk % bj) whole = binary(BinaryOp::Le, block_end, imm(Nk));
+      if (ch.mask) {
+        Expr below = binary(BinaryOp::Le, binary(BinaryOp::Sub, block_end, imm(1)),
+                            add(var(i0), imm(*s.causal_offset)));
+        whole = whole ? binary(BinaryOp::And, whole, below) : below;
+      }
+    }
+    softmax = whole ? if_then(simplify(whole), row_softmax(nullptr), row_softmax(ok)) : row_softmax(ok);
   }
 
   // O_acc = O_acc * rescale + S_tile x weights, an mr x nd register tile at a time.

@@ -91,7 +91,8 @@ def cases():
         q, k, v = rand((2, 3, 5, 4), dt), rand((2, 3, 7, 4), dt), rand((2, 3, 7, 6), dt)
         out.append(Case(sd, {"Q": q, "K": k, "V": v}, sdpa_ref))
         out.append(Case(sd, {"Q": rand((2, 3, 6, 4), dt), "K": rand((2, 3, 6, 4), dt),
-                             "V": rand((2, 3, 6, 4), dt)}, sdpa_ref, attrs={"causal": 1}))
+                             "V": rand((2, 3, 6, 4), dt)}, sdpa_ref, attrs={"causal": 1},
+                        cross=dt == np.float32))
     # grouped-query, causal with N < M, boolean mask broadcast over heads, additive mask
     out.append(Case(sd, {"Q": rand((1, 4, 5, 3)), "K": rand((1, 2, 9, 3)), "V": rand((1, 2, 9, 5))},
                     sdpa_ref, attrs={"causal": 1, "scale": 0.7}))
@@ -120,7 +121,7 @@ def cases():
     rope = "rotary_embedding"
     for dt in (np.float32, np.float64):
         out.append(Case(rope, {"X": rand((2, 3, 5, 8), dt)},
-                        lambda i, a: {"Y": rope_np(i["X"], None, a)}))
+                        lambda i, a: {"Y": rope_np(i["X"], None, a)}, cross=dt == np.float32))
     ids = RNG.integers(0, 50, size=(2, 5)).astype(np.int64)
     for attrs in ({"interleaved": 1}, {"layout": "bnhd", "rotary_dim": 4},
                   {"interleaved": 1, "layout": "bnhd", "base": 500.0, "rotary_dim": 6}):
@@ -134,25 +135,43 @@ def cases():
 
 # --- backward ops against PyTorch autograd ----------------------------------------------
 
-def sdpa_grad_ref(i, a):
+def sdpa_torch(q, k, v, mask, a):
     import torch
-    ts = {k: torch.tensor(f64(i[k]), requires_grad=True) for k in ("Q", "K", "V")}
-    q, k, v = ts["Q"], ts["K"], ts["V"]
     group = q.shape[1] // k.shape[1]
     kk, vv = k.repeat_interleave(group, 1), v.repeat_interleave(group, 1)
     s = q @ kk.transpose(-1, -2) * (a.get("scale", 0) or 1 / np.sqrt(q.shape[-1]))
     keep = torch.ones(s.shape, dtype=torch.bool)
     if a.get("causal", 0):
         keep = keep & torch.ones(s.shape[-2:], dtype=torch.bool).tril()
-    mask = i.get("Mask")
     if mask is not None:
         if mask.dtype == np.bool_:
             keep = keep & torch.tensor(mask)
         else:
             s = s + torch.tensor(f64(mask))
     s = s.masked_fill(~keep, -float("inf"))
-    y = torch.softmax(s, -1) @ vv
+    return torch.softmax(s, -1) @ vv
+
+
+def sdpa_grad_ref(i, a):
+    import torch
+    ts = {k: torch.tensor(f64(i[k]), requires_grad=True) for k in ("Q", "K", "V")}
+    y = sdpa_torch(ts["Q"], ts["K"], ts["V"], i.get("Mask"), a)
     y.backward(torch.tensor(f64(i["dY"])))
+    return {"d" + n: t.grad.numpy() for n, t in ts.items()}
+
+
+def mha_grad_ref(i, a):
+    import torch
+    h = a["num_heads"]
+    hk = a.get("num_kv_heads", 0) or h
+    ts = {k: torch.tensor(f64(i[k]), requires_grad=True) for k in ("Q", "K", "V")}
+
+    def split(x, heads):
+        b, n, c = x.shape
+        return x.reshape(b, n, heads, c // heads).transpose(1, 2)
+    y = sdpa_torch(split(ts["Q"], h), split(ts["K"], hk), split(ts["V"], hk), i.get("Mask"), a)
+    b, _, n, dv = y.shape
+    y.transpose(1, 2).reshape(b, n, h * dv).backward(torch.tensor(f64(i["dY"])))
     return {"d" + n: t.grad.numpy() for n, t in ts.items()}
 
 
@@ -184,6 +203,13 @@ def grad_cases():
     out.append(Case(g, {"Q": rand((1, 2, 4, 3), np.float64), "K": rand((1, 2, 5, 3), np.float64),
                         "V": rand((1, 2, 5, 2), np.float64), "Mask": rand((1, 2, 4, 5), np.float64, -2, 0),
                         "dY": rand((1, 2, 4, 2), np.float64)}, sdpa_grad_ref))
+    out.append(Case("multi_head_attention_grad", {"Q": rand((2, 5, 12), np.float64), "K": rand((2, 6, 6), np.float64),
+                                                  "V": rand((2, 6, 4), np.float64),
+                                                  "dY": rand((2, 5, 8), np.float64)},
+                    mha_grad_ref, attrs={"num_heads": 4, "num_kv_heads": 2, "causal": 1}))
+    out.append(Case("multi_head_attention_grad", {"Q": rand((1, 4, 6)), "K": rand((1, 4, 6)), "V": rand((1, 4, 6)),
+                                                  "dY": rand((1, 4, 6))},
+                    mha_grad_ref, attrs={"num_heads": 3}, scale=4))
     ids = RNG.integers(0, 30, size=(4,)).astype(np.int64)
     out.append(Case("rotary_embedding_grad", {"dY": rand((1, 2, 4, 6), np.float64)}, rope_grad_ref))
     out.append(Case("rotary_embedding_grad", {"dY": rand((1, 4, 2, 6)), "PositionIds": ids}, rope_grad_ref,

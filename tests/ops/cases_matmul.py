@@ -54,7 +54,8 @@ def cases():
     out = []
     # matmul: plain, transposes, vectors, broadcast batches, integers, f16
     for dt in (np.float32, np.float64):
-        out.append(Case("matmul", {"A": rand((3, 5), dt), "B": rand((5, 7), dt)}, matmul_ref))
+        out.append(Case("matmul", {"A": rand((3, 5), dt), "B": rand((5, 7), dt)}, matmul_ref,
+                        cross=dt == np.float32))
         out.append(Case("matmul", {"A": rand((2, 1, 3, 5), dt), "B": rand((4, 5, 7), dt)},
                         matmul_ref))
     for ta, tb in ((1, 0), (0, 1), (1, 1)):
@@ -120,7 +121,7 @@ def cases():
         ref = einsum_ref(eq)
         if np.dtype(dt).kind == "i":
             ref = (lambda eq: lambda i, a: {"Y": np.einsum(eq, *[i[f"X{n}"] for n in range(len(i))])})(eq)
-        out.append(Case("einsum", ins, ref, attrs={"equation": eq}))
+        out.append(Case("einsum", ins, ref, attrs={"equation": eq}, cross=eq == "bhnd,bhmd->bhnm"))
     return out + grad_cases()
 
 

@@ -121,9 +121,8 @@ void emit_sdpa(OpContext& ctx) {
   ctx.stmt("Y[b, h, i, e] += (" + p + ") * V[b, " + s.kv_head + ", j, e]");
 }
 
-// Multi-head attention on [B, N, H*D] tensors: the heads are split into [B, H, N, D]
-// locals, attended as above, and merged back.
-void emit_mha(OpContext& ctx) {
+// The heads of multi-head attention's [B, N, H*D] tensors, checked.
+AttnShape mha_shape(const OpContext& ctx) {
   for (const char* p : {"Q", "K", "V"})
     ctx.require_rank(p, 3);
   const int64_t heads = ctx.attr_int("num_heads");
@@ -136,29 +135,77 @@ void emit_mha(OpContext& ctx) {
   if (k[2] % kv_heads != 0 || v[2] % kv_heads != 0)
     ctx.fail("K's and V's hidden sizes {} and {} must be multiples of the {} key/value heads",
              k[2], v[2], kv_heads);
-  const AttnShape s = attn_shape(ctx, {q[0], heads, q[1], q[2] / heads},
-                                 {k[0], kv_heads, k[1], k[2] / kv_heads},
-                                 {v[0], kv_heads, v[1], v[2] / kv_heads});
+  return attn_shape(ctx, {q[0], heads, q[1], q[2] / heads}, {k[0], kv_heads, k[1], k[2] / kv_heads},
+                    {v[0], kv_heads, v[1], v[2] / kv_heads});
+}
+
+// Copies Q, K, V into [B, H, N, D]-layout locals Qh, Kh, Vh.
+void split_heads(OpContext& ctx, const AttnShape& s) {
   const DType dt = ctx.in("Q").dtype;
-  for (const char* p : {"Q", "K", "V"})
-    ctx.input(p);
   ctx.local("Qh", dt, {s.b, s.h, s.n, s.d});
   ctx.local("Kh", dt, {s.b, s.hkv, s.m, s.d});
   ctx.local("Vh", dt, {s.b, s.hkv, s.m, s.dv});
-  ctx.local("Yh", compute_type(dt), {s.b, s.h, s.n, s.dv});
-  ctx.output("Y", dt, {s.b, s.n, s.h * s.dv});
   ctx.stmtf("Qh[b, h, i, d] = Q[b, i, h * {} + d]", s.d);
   ctx.stmtf("Kh[b, g, j, d] = K[b, j, g * {} + d]", s.d);
   ctx.stmtf("Vh[b, g, j, e] = V[b, j, g * {} + e]", s.dv);
+}
+
+// Multi-head attention on [B, N, H*D] tensors: the heads are split into [B, H, N, D]
+// locals, attended as above, and merged back.
+void emit_mha(OpContext& ctx) {
+  const AttnShape s = mha_shape(ctx);
+  const DType dt = ctx.in("Q").dtype;
+  for (const char* p : {"Q", "K", "V"})
+    ctx.input(p);
+  split_heads(ctx, s);
+  ctx.local("Yh", compute_type(dt), {s.b, s.h, s.n, s.dv});
+  ctx.output("Y", dt, {s.b, s.n, s.h * s.dv});
   const std::string p = emit_probabilities(ctx, s, "Qh[b, h, i, d]",
                                            "Kh[b, " + s.kv_head + ", j, d]", compute_type(dt));
   ctx.stmt("Yh[b, h, i, e] += (" + p + ") * Vh[b, " + s.kv_head + ", j, e]");
   ctx.stmtf("Y[b, i, c] = Yh[b, c // {}, i, c % {}]", s.dv, s.dv);
 }
 
+// The [B, H, N, D]-layout tensors (inputs or locals) an attention backward reads and
+// writes.
+struct HeadTensors {
+  std::string q, k, v, dy, dq, dk, dv;
+};
+
 // With P the probabilities: dV = P^T dY, dP = dY V^T, dS = P (dP - rowsum(P dP)),
 // dQ = dS K scale, dK = dS^T Q scale. dK and dV of a shared K/V head sum over its group of
 // query heads.
+void emit_attention_backward(OpContext& ctx, const AttnShape& s, const HeadTensors& t,
+                             DType acc) {
+  const std::string kvh = s.kv_head;
+  const std::string p = emit_probabilities(ctx, s, t.q + "[b, h, i, d]",
+                                           t.k + "[b, " + kvh + ", j, d]", acc);
+  ctx.local("P", acc, {s.b, s.h, s.n, s.m});
+  ctx.local("dP", acc, {s.b, s.h, s.n, s.m});
+  ctx.local("t", acc, {s.b, s.h, s.n});
+  ctx.local("dS", acc, {s.b, s.h, s.n, s.m});
+  ctx.stmt("P[b, h, i, j] = " + p);
+  ctx.stmt("dP[b, h, i, j] += " + t.dy + "[b, h, i, e] * " + t.v + "[b, " + kvh + ", j, e]");
+  ctx.stmt("t[b, h, i] += P[b, h, i, j] * dP[b, h, i, j]");
+  ctx.stmt("dS[b, h, i, j] = P[b, h, i, j] * (dP[b, h, i, j] - t[b, h, i]) * " +
+           float_literal(s.scale));
+  ctx.stmt(t.dq + "[b, h, i, d] += dS[b, h, i, j] * " + t.k + "[b, " + kvh + ", j, d]");
+  if (s.h == s.hkv) {
+    ctx.stmt(t.dk + "[b, h, j, d] += dS[b, h, i, j] * " + t.q + "[b, h, i, d]");
+    ctx.stmt(t.dv + "[b, h, j, e] += P[b, h, i, j] * " + t.dy + "[b, h, i, e]");
+    return;
+  }
+  // Per query head first, then each K/V head sums its group.
+  ctx.local("dKq", acc, {s.b, s.h, s.m, s.d});
+  ctx.local("dVq", acc, {s.b, s.h, s.m, s.dv});
+  ctx.stmt("dKq[b, h, j, d] += dS[b, h, i, j] * " + t.q + "[b, h, i, d]");
+  ctx.stmt("dVq[b, h, j, e] += P[b, h, i, j] * " + t.dy + "[b, h, i, e]");
+  // No spaces around `//` outside brackets, where ` //` would start a comment.
+  const std::string in_group = "h//" + std::to_string(s.h / s.hkv) + " == g";
+  ctx.stmt(t.dk + "[b, g, j, d] += " + in_group + " ? dKq[b, h, j, d] : 0");
+  ctx.stmt(t.dv + "[b, g, j, e] += " + in_group + " ? dVq[b, h, j, e] : 0");
+}
+
 void emit_sdpa_grad(OpContext& ctx) {
   for (const char* p : {"Q", "K", "V", "dY"})
     ctx.require_rank(p, 4);
@@ -167,38 +214,40 @@ void emit_sdpa_grad(OpContext& ctx) {
   if (ctx.in("dY").shape != std::vector<int64_t>{s.b, s.h, s.n, s.dv})
     ctx.fail("dY has shape {} but attention gives {}", shape_text(ctx.in("dY").shape),
              shape_text({s.b, s.h, s.n, s.dv}));
+  const DType dt = ctx.in("Q").dtype;
+  for (const char* p : {"Q", "K", "V", "dY"})
+    ctx.input(p);
+  ctx.output("dQ", dt, ctx.in("Q").shape);
+  ctx.output("dK", dt, ctx.in("K").shape);
+  ctx.output("dV", dt, ctx.in("V").shape);
+  emit_attention_backward(ctx, s, {"Q", "K", "V", "dY", "dQ", "dK", "dV"}, compute_type(dt));
+}
+
+// multi_head_attention's backward: the heads of Q, K, V and dY split as in the forward,
+// the attention backward on them, and dQ, dK, dV merged back into [B, N, H*D].
+void emit_mha_grad(OpContext& ctx) {
+  ctx.require_rank("dY", 3);
+  const AttnShape s = mha_shape(ctx);
+  ctx.require_same_dtype({"Q", "dY"});
+  if (ctx.in("dY").shape != std::vector<int64_t>{s.b, s.n, s.h * s.dv})
+    ctx.fail("dY has shape {} but attention gives {}", shape_text(ctx.in("dY").shape),
+             shape_text({s.b, s.n, s.h * s.dv}));
   const DType dt = ctx.in("Q").dtype, acc = compute_type(dt);
   for (const char* p : {"Q", "K", "V", "dY"})
     ctx.input(p);
   ctx.output("dQ", dt, ctx.in("Q").shape);
   ctx.output("dK", dt, ctx.in("K").shape);
   ctx.output("dV", dt, ctx.in("V").shape);
-  const std::string kvh = s.kv_head;
-  const std::string p = emit_probabilities(ctx, s, "Q[b, h, i, d]", "K[b, " + kvh + ", j, d]", acc);
-  ctx.local("P", acc, {s.b, s.h, s.n, s.m});
-  ctx.local("dP", acc, {s.b, s.h, s.n, s.m});
-  ctx.local("t", acc, {s.b, s.h, s.n});
-  ctx.local("dS", acc, {s.b, s.h, s.n, s.m});
-  ctx.stmt("P[b, h, i, j] = " + p);
-  ctx.stmt("dP[b, h, i, j] += dY[b, h, i, e] * V[b, " + kvh + ", j, e]");
-  ctx.stmt("t[b, h, i] += P[b, h, i, j] * dP[b, h, i, j]");
-  ctx.stmt("dS[b, h, i, j] = P[b, h, i, j] * (dP[b, h, i, j] - t[b, h, i]) * " +
-           float_literal(s.scale));
-  ctx.stmt("dQ[b, h, i, d] += dS[b, h, i, j] * K[b, " + kvh + ", j, d]");
-  if (s.h == s.hkv) {
-    ctx.stmt("dK[b, h, j, d] += dS[b, h, i, j] * Q[b, h, i, d]");
-    ctx.stmt("dV[b, h, j, e] += P[b, h, i, j] * dY[b, h, i, e]");
-    return;
-  }
-  // Per query head first, then each K/V head sums its group.
-  ctx.local("dKh", acc, {s.b, s.h, s.m, s.d});
-  ctx.local("dVh", acc, {s.b, s.h, s.m, s.dv});
-  ctx.stmt("dKh[b, h, j, d] += dS[b, h, i, j] * Q[b, h, i, d]");
-  ctx.stmt("dVh[b, h, j, e] += P[b, h, i, j] * dY[b, h, i, e]");
-  // No spaces around `//` outside brackets, where ` //` would start a comment.
-  const std::string in_group = "h//" + std::to_string(s.h / s.hkv) + " == g";
-  ctx.stmt("dK[b, g, j, d] += " + in_group + " ? dKh[b, h, j, d] : 0");
-  ctx.stmt("dV[b, g, j, e] += " + in_group + " ? dVh[b, h, j, e] : 0");
+  split_heads(ctx, s);
+  ctx.local("dYh", dt, {s.b, s.h, s.n, s.dv});
+  ctx.stmtf("dYh[b, h, i, e] = dY[b, i, h * {} + e]", s.dv);
+  ctx.local("dQh", acc, {s.b, s.h, s.n, s.d});
+  ctx.local("dKh", acc, {s.b, s.hkv, s.m, s.d});
+  ctx.local("dVh", acc, {s.b, s.hkv, s.m, s.dv});
+  emit_attention_backward(ctx, s, {"Qh", "Kh", "Vh", "dYh", "dQh", "dKh", "dVh"}, acc);
+  ctx.stmtf("dQ[b, i, c] = dQh[b, c // {}, i, c % {}]", s.d, s.d);
+  ctx.stmtf("dK[b, j, c] = dKh[b, c // {}, j, c % {}]", s.d, s.d);
+  ctx.stmtf("dV[b, j, c] = dVh[b, c // {}, j, c % {}]", s.dv, s.dv);
 }
 
 // --- rotary embedding --------------------------------------------------------------------
@@ -326,7 +375,17 @@ void add_attention_ops(std::vector<OpDef>& ops) {
   mha.attrs.push_back(
       {"num_kv_heads", AttrKind::Int, AttrValue{int64_t{0}}, "key/value heads; 0: num_heads"});
   mha.emit = emit_mha;
+  mha.gradient = "multi_head_attention_grad";
+  OpDef mg;
+  mg.name = mha.gradient;
+  mg.category = "attention-backward";
+  mg.summary = "gradient of multi_head_attention (dQ, dK, dV; none for the mask)";
+  mg.inputs = {{"Q"}, {"K"}, {"V"}, {"Mask", PortKind::Mask, true}, {"dY"}};
+  mg.outputs = {{"dQ"}, {"dK"}, {"dV"}};
+  mg.attrs = mha.attrs;
+  mg.emit = emit_mha_grad;
   ops.push_back(std::move(mha));
+  ops.push_back(std::move(mg));
 
   const std::vector<AttrSpec> rope_attrs = {
       {"interleaved", AttrKind::Bool, AttrValue{int64_t{0}},

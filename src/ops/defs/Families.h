@@ -12,5 +12,11 @@ void add_reduction_ops(std::vector<OpDef>& ops);
 void add_matmul_ops(std::vector<OpDef>& ops);
 void add_normalization_ops(std::vector<OpDef>& ops);
 void add_attention_ops(std::vector<OpDef>& ops);
+void add_conv_ops(std::vector<OpDef>& ops);
+void add_pool_ops(std::vector<OpDef>& ops);
+void add_resize_ops(std::vector<OpDef>& ops);
+void add_loss_ops(std::vector<OpDef>& ops);
+void add_dropout_ops(std::vector<OpDef>& ops);
+void add_optimizer_ops(std::vector<OpDef>& ops);
 
 } // namespace unitile::ops
