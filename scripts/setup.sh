@@ -25,6 +25,7 @@ APT_PACKAGES=(
   libc6-dev-riscv64-cross  # cpu-riscv64: its libc, also qemu's sysroot (-L /usr/riscv64-linux-gnu)
   clang-15                 # cpu-riscv64: the kernel compiler (GCC 12 emits no RVV code)
   qemu-user                # cpu-aarch64, cpu-riscv64: qemu-aarch64 / qemu-riscv64 run the kernels
+  chromium                 # tests only: headless Chromium renders `unitile profile --html` reports
 )
 
 if [[ "${UNITILE_SKIP_APT:-0}" != 1 ]]; then

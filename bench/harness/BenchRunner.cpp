@@ -222,6 +222,11 @@ void BenchRunner::run_case(const BenchCase& c) {
     RunResult timed = session_->run(*compiled, inputs, c.params, repeat);
     unitile_ms = timed.timing->median_ms;
     runs = repeat;
+    if (options_.profiler) {
+      options_.profiler->start();
+      for (int i = 0; i < repeat; ++i) session_->run(*compiled, inputs, c.params, 0);
+      options_.profiler->stop();
+    }
     settle(options_.quick);
   }
   for (BenchRecord& r : pending) {

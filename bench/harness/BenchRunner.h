@@ -12,6 +12,7 @@
 
 #include "harness/BaselineLibrary.h"
 #include "harness/BenchRecord.h"
+#include "profile/Profiler.h"
 #include "runtime/OutputCheck.h"
 #include "runtime/Session.h"
 
@@ -34,6 +35,9 @@ struct BenchOptions {
   bool quick = false;
   double max_run_s = 30; // a Unitile run slower than this is reported, not timed
   uint64_t seed = 0;
+  // When set, each case's Unitile kernel runs `repeat` more times under this profiler
+  // after it was timed (so the timed numbers carry no profiling overhead).
+  profile::Profiler* profiler = nullptr;
 };
 
 /// One baseline of a case.

@@ -8,6 +8,7 @@
 #include "ir/Verifier.h"
 #include "runtime/Inputs.h"
 #include "runtime/LaunchLimits.h"
+#include "runtime/ProfiledLaunch.h"
 #include "schedule/Lower.h"
 
 #include <fmt/core.h>
@@ -77,13 +78,18 @@ void bind_params(const CompiledKernel& ck, const ParamValues& params, std::vecto
   }
 }
 
-void launch_all(const Device& dev, const CompiledKernel& ck, const std::vector<ut_arg>& args) {
-  for (size_t i = 0; i < ck.entries.size(); ++i)
-    dev.launch(ck.entries[i], ck.launch[i], args,
-               fmt::format("{} (func {})", ck.kernel_name, ck.program.funcs[i].name));
-}
-
 } // namespace
+
+void Session::launch_all(const CompiledKernel& ck, const std::vector<ut_arg>& args) {
+  if (profile::Profiler* profiler = profile::active_profiler(); profiler != nullptr) [[unlikely]] {
+    if (!profiling_) profiling_ = std::make_shared<LaunchProfiling>();
+    profiling_->launch_all(device_, ck, args, *profiler);
+    return;
+  }
+  for (size_t i = 0; i < ck.entries.size(); ++i)
+    device_.launch(ck.entries[i], ck.launch[i], args,
+                   fmt::format("{} (func {})", ck.kernel_name, ck.program.funcs[i].name));
+}
 
 Session::Session(Device device, std::shared_ptr<KernelCache> cache)
     : device_(std::move(device)), cache_(std::move(cache)) {
@@ -198,7 +204,7 @@ std::shared_ptr<const CompiledKernel> Session::load_built(Built built, const std
 RunResult Session::run(const CompiledKernel& ck, const std::map<std::string, Tensor>& inputs,
                        const ParamValues& params, int repeat) {
   BoundBuffers bb = bind_buffers(device_, ck, inputs, params);
-  launch_all(device_, ck, bb.args);
+  launch_all(ck, bb.args);
   device_.synchronize();
 
   RunResult result;
@@ -215,7 +221,7 @@ RunResult Session::run(const CompiledKernel& ck, const std::map<std::string, Ten
   std::vector<double> samples;
   for (int r = 0; r < repeat; ++r) {
     DeviceEvent start = device_.record_event();
-    launch_all(device_, ck, bb.args);
+    launch_all(ck, bb.args);
     DeviceEvent end = device_.record_event();
     device_.synchronize();
     samples.push_back(device_.elapsed_ms(start, end));
@@ -253,7 +259,7 @@ std::map<std::string, DeviceTensor> Session::run_resident(const CompiledKernel& 
     }
   }
   bind_params(ck, params, args);
-  launch_all(device_, ck, args);
+  launch_all(ck, args);
   device_.synchronize();
   return outputs;
 }

@@ -3,6 +3,8 @@
 //
 // A Session is one device plus a kernel cache. Compiled kernels are remembered per
 // cache key, so compiling the same kernel under the same shapes twice loads nothing new.
+// While a profiler is active (profile/Profiler.h) every launch is also timed on the
+// device and recorded as a profile event.
 #pragma once
 
 #include "codegen/Codegen.h"
@@ -62,6 +64,8 @@ struct FoundSchedule {
 using ScheduleLookup =
     std::function<std::optional<FoundSchedule>(const Kernel&, const ShapeBindings&, const hcd::Hcd&)>;
 
+class LaunchProfiling;
+
 class Session {
 public:
   Session(Device device, std::shared_ptr<KernelCache> cache);
@@ -120,6 +124,8 @@ public:
   std::string compile_options() const;
 
 private:
+  // Every func of `ck` in order; through LaunchProfiling when a profiler is active.
+  void launch_all(const CompiledKernel& ck, const std::vector<ut_arg>& args);
   std::shared_ptr<const CompiledKernel> load_built(Built built, const std::string& kernel_name,
                                                    const ShapeBindings& b);
 
@@ -131,6 +137,7 @@ private:
     KernelCache::Binary binary;
   };
   std::map<CacheKey, Compiled> compiled_;
+  std::shared_ptr<LaunchProfiling> profiling_; // made at the first profiled launch
 };
 
 /// Median of the samples (mean of the middle two for an even count) and the minimum.

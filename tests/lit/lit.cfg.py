@@ -25,6 +25,18 @@ for var in ("UNITILE_PLUGIN_PATH", "HOME", "PATH"):
 # Tests never touch the user's cache.
 config.environment["UNITILE_CACHE_DIR"] = os.path.join(config.test_exec_root, "cache")
 
+# Headless Chromium (Debian's `chromium`, installed by scripts/setup.sh) renders the
+# profiler's HTML report; %chromium-dump-dom prints the DOM after the page's scripts ran.
+import shutil
+
+_chromium = shutil.which("chromium")
+if _chromium:
+    config.available_features.add("chromium")
+    config.substitutions.append(
+        ("%chromium-dump-dom",
+         "%s --headless --no-sandbox --disable-gpu --no-first-run --user-data-dir=%%t.chromium "
+         "--virtual-time-budget=5000 --dump-dom" % _chromium))
+
 # CUDA: `nvrtc` where NVRTC can be loaded (cuda compile tests need it; elsewhere lit
 # reports them UNSUPPORTED, never passed), `cuda-driver` where the NVIDIA driver is.
 import ctypes

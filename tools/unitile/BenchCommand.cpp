@@ -6,6 +6,10 @@
 #include "harness/BenchRunner.h"
 #include "harness/Suites.h"
 #include "ir/Diagnostic.h"
+#include "profile/ChromeTrace.h"
+#include "profile/HtmlReport.h"
+#include "profile/OutputFile.h"
+#include "profile/Profiler.h"
 
 #include <fmt/core.h>
 #include <nlohmann/json.hpp>
@@ -44,6 +48,8 @@ struct BenchArgs {
   bool library_ops = false; // --ops: the operator library against PyTorch
   double max_run_s = 30;
   uint64_t seed = 0;
+  bool profile = false;
+  std::string trace, html;
 };
 
 int cpus_available() {
@@ -171,6 +177,10 @@ int bench_command(const BenchArgs& a) {
   const std::vector<std::string> names = selected_suites(a);
   const std::vector<int> threads = thread_counts(a.threads);
   bench::check_shapes(names, split_list(a.shapes));
+  const bool profiling = a.profile || !a.trace.empty() || !a.html.empty();
+  if (!a.trace.empty()) profile::check_writable(a.trace, "--trace");
+  if (!a.html.empty()) profile::check_writable(a.html, "--html");
+  profile::Profiler profiler;
   std::ofstream json_file;
   if (!a.json.empty()) {
     json_file.open(a.json);
@@ -195,6 +205,7 @@ int bench_command(const BenchArgs& a) {
     o.quick = a.quick;
     o.max_run_s = a.max_run_s;
     o.seed = a.seed;
+    if (profiling) o.profiler = &profiler;
     std::cerr << fmt::format("bench: {} thread(s): {}\n", t, join(names));
     bench::BenchRunner runner(o, std::cerr);
     for (const std::string& n : names) bench::run_suite(runner, n);
@@ -202,6 +213,20 @@ int bench_command(const BenchArgs& a) {
   }
 
   bench::print_report(std::cout, records);
+  if (profiling) {
+    std::cout << "\nprofile of the Unitile kernels (--repeat runs each, after timing):\n"
+              << profiler.table() << "\n"
+              << profiler.timeline();
+    profile::StagedOutputs outputs;
+    if (!a.trace.empty())
+      outputs.add(a.trace, profile::chrome_trace(profiler.devices(), profiler.events()).dump(1) + "\n",
+                  "--trace");
+    if (!a.html.empty())
+      outputs.add(a.html, profile::html_report(profiler.devices(), profiler.events()), "--html");
+    outputs.commit();
+    if (!a.trace.empty()) std::cout << "trace: " << a.trace << "\n";
+    if (!a.html.empty()) std::cout << "html: " << a.html << "\n";
+  }
   if (!a.json.empty()) {
     nlohmann::json list = nlohmann::json::array();
     for (const bench::BenchRecord& r : records) list.push_back(bench::to_json(r));
@@ -235,6 +260,11 @@ CommandAction setup_bench(CLI::App& cmd) {
                  "do not time a Unitile kernel whose first run takes longer (default 30)");
   cmd.add_option("--json", a->json, "write the records as one JSON list to FILE");
   cmd.add_option("--seed", a->seed, "seed of the random inputs (default 0)");
+  cmd.add_flag("--profile", a->profile,
+               "also run each Unitile kernel --repeat times under the profiler (after timing it) and "
+               "print its per-kernel table and timeline");
+  cmd.add_option("--trace", a->trace, "with the profile: write a Chrome Trace Event JSON file (implies --profile)");
+  cmd.add_option("--html", a->html, "with the profile: write the HTML report (implies --profile)");
   cmd.footer(kBenchFooter);
   return [a] { return bench_command(*a); };
 }

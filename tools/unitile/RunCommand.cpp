@@ -1,6 +1,7 @@
 // `unitile run`: compile kernels for a device, run them on given or random inputs, write
 // outputs as .npy, check them against sim and time them.
 #include "unitile/Command.h"
+#include "unitile/KernelInputs.h"
 
 #include "OpTarget.h"
 
@@ -47,29 +48,14 @@ constexpr const char* kRunFooter =
     "roofline of peak rates, bandwidths and latencies (docs/ARCHITECTURE.md).\n";
 
 struct RunOptions {
-  std::vector<std::string> params, inputs;
+  InputFlags in; // --param, --input, --seed (shared with `unitile profile`)
   std::string output_dir;
   bool check = false;
   int repeat = 0;
-  uint64_t seed = 0;
   bool report = false, report_warm = false;
   std::string report_json;
   OpTargetOptions op;
 };
-
-// `--device a,b`: the device names, in order.
-std::vector<std::string> device_list(const std::string& devices) {
-  std::vector<std::string> names;
-  for (size_t at = 0; at <= devices.size();) {
-    size_t comma = std::min(devices.find(',', at), devices.size());
-    std::string name = devices.substr(at, comma - at);
-    if (name.empty())
-      throw UserError(fmt::format("error: --device '{}' has an empty device name", devices));
-    names.push_back(name);
-    at = comma + 1;
-  }
-  return names;
-}
 
 void print_timing(const RunResult& result) {
   if (result.timing)
@@ -81,7 +67,7 @@ void print_timing(const RunResult& result) {
 // A Loop IR program (FILE.loop) runs as written, on random inputs: how hand-scheduled
 // programs (shared-memory staging, thread blocks) are run and checked on every device.
 int run_loop_program(const CommonOptions& co, const RunOptions& ro) {
-  if (!co.kernel.empty() || !co.shapes.empty() || !ro.inputs.empty() || !ro.params.empty() ||
+  if (!co.kernel.empty() || !co.shapes.empty() || !ro.in.inputs.empty() || !ro.in.params.empty() ||
       !ro.output_dir.empty() || ro.report || !ro.report_json.empty())
     throw UserError("error: a .loop program runs as written on random inputs: --kernel, --shape, "
                     "--input, --param, --output-dir and --report do not apply");
@@ -98,7 +84,7 @@ int run_loop_program(const CommonOptions& co, const RunOptions& ro) {
     for (int64_t d : b.shape)
       longest = std::max(longest, d);
     if (b.role == TensorRole::Input)
-      inputs.emplace(b.name, random_tensor(b.dtype, b.shape, ro.seed, ++stream));
+      inputs.emplace(b.name, random_tensor(b.dtype, b.shape, ro.in.seed, ++stream));
     if (b.role == TensorRole::Output)
       order.push_back(b.name);
   }
@@ -154,47 +140,11 @@ sim::KernelReport model_kernel(const Session& session, const CompiledKernel& ck,
 int run_command(const CommonOptions& co, const RunOptions& ro) {
   if (co.file.ends_with(".loop"))
     return run_loop_program(co, ro);
-  // op:NAME is one library op, written out for the inputs given; its shapes are
-  // concrete, so --shape describes inputs there instead of binding symbols.
-  const bool op_target = is_op_target(co.file);
-  if (!op_target && (!ro.op.attrs.empty() || !ro.op.dtypes.empty()))
-    throw UserError("error: --attr and --dtype apply to op:NAME targets only");
-  if (op_target && !co.kernel.empty())
-    throw UserError("error: --kernel does not apply to op:NAME (it is one kernel)");
-  const Module m = op_target ? instantiate_op_target(co.file, co.shapes, ro.inputs, ro.op).module
-                             : load_module(co.file);
+  const KernelTarget target = load_kernel_target(co, ro.in, ro.op);
+  const Module& m = target.module;
   const std::vector<const Kernel*> kernels = select_kernels(m, co.kernel, co.file);
-  const ShapeBindings shapes = op_target ? ShapeBindings{} : shape_bindings(co, kernels);
-
-  std::map<std::string, double> params;
-  for (const auto& [name, value] : name_values(ro.params, "--param", true)) {
-    bool known = false;
-    for (const Kernel* k : kernels)
-      known |= k->find_param(name) != nullptr;
-    if (!known)
-      throw UserError(
-          fmt::format("error: --param {}: no kernel run here has a param '{}'", name, name));
-    params[name] = parse_number(value, "--param " + name);
-  }
-  std::map<std::string, std::string> input_files;
-  for (const auto& [name, path] : name_values(ro.inputs, "--input", false)) {
-    bool known = false;
-    for (const Kernel* k : kernels) {
-      const TensorDecl* t = k->find_tensor(name);
-      known |= t && t->role == TensorRole::Input;
-    }
-    if (!known) {
-      std::vector<std::string> names;
-      for (const Kernel* k : kernels)
-        for (const TensorDecl* t : k->inputs())
-          names.push_back(t->name);
-      throw UserError(
-          fmt::format("error: --input {}: no kernel run here has an input '{}' (inputs: {})", name,
-                      name, join(names)));
-    }
-    if (!input_files.emplace(name, path).second)
-      throw UserError(fmt::format("error: --input {} is given twice", name));
-  }
+  const KernelInputs in = check_input_flags(co, ro.in, kernels, target.op);
+  const ParamValues& params = in.params;
   if (ro.repeat < 0)
     throw UserError("error: --repeat must be at least 0");
 
@@ -220,35 +170,9 @@ int run_command(const CommonOptions& co, const RunOptions& ro) {
   for (const Kernel* k : kernels) {
     if (co.kernel.empty())
       std::cout << "kernel " << k->name << "\n";
-    ShapeBindings given;
-    const std::vector<std::string> bindable = bindable_names(*k);
-    for (const auto& [name, v] : shapes)
-      if (std::find(bindable.begin(), bindable.end(), name) != bindable.end())
-        given[name] = v;
-    const std::vector<std::string> spec = specialisation_params(*k);
-    for (const std::string& p : spec)
-      if (auto it = params.find(p); it != params.end() && !given.count(p))
-        given[p] = parse_int(fmt::format("{}", it->second), "--param " + p);
-
-    std::map<std::string, Tensor> loaded;
-    std::map<std::string, std::vector<int64_t>> loaded_shapes;
-    for (const TensorDecl* in : k->inputs()) {
-      auto f = input_files.find(in->name);
-      if (f == input_files.end())
-        continue;
-      Tensor t = read_npy(f->second, in->dtype);
-      if (t.dtype != in->dtype)
-        throw UserError(fmt::format(
-            "error: input '{}' ({}): expected dtype {} ('{}'), got {} ('{}')", in->name, f->second,
-            dtype_name(in->dtype), npy_descr(in->dtype), dtype_name(t.dtype), npy_descr(t.dtype)));
-      if (t.shape.size() != in->shape.size())
-        throw UserError(fmt::format("error: input '{}' ({}): expected rank {}, got shape {}",
-                                    in->name, f->second, in->shape.size(), shape_string(t.shape)));
-      loaded_shapes[in->name] = t.shape;
-      loaded.emplace(in->name, std::move(t));
-    }
-    const ShapeBindings b = bind_shapes(*k, loaded_shapes, given);
-    const std::map<std::string, Tensor> inputs = complete_inputs(*k, b, std::move(loaded), ro.seed);
+    const KernelCall call = prepare_call(*k, in);
+    const ShapeBindings& b = call.bindings;
+    const std::map<std::string, Tensor>& inputs = call.inputs;
 
     std::vector<std::string> order;
     for (const TensorDecl* out : k->outputs())
@@ -319,16 +243,12 @@ CommandAction setup_run(CLI::App& cmd) {
   cmd.get_option("--device")
       ->description(
           "device name, as `unitile devices` lists them; a list (cpu,opencl) runs on each in turn");
-  cmd.add_option("--param", ro->params, "param values NAME=VALUE; may repeat")
-      ->allow_extra_args(false);
-  cmd.add_option("--input", ro->inputs, "read input NAME from a .npy file: NAME=PATH; may repeat")
-      ->allow_extra_args(false);
+  add_input_flags(cmd, ro->in);
   cmd.add_option("--output-dir", ro->output_dir,
                  "write each output as DIR/<name>.npy (DIR/<device>/<name>.npy with several devices)");
   add_op_target_options(&cmd, ro->op);
   cmd.add_flag("--check", ro->check, "also run on sim and compare every output");
   cmd.add_option("--repeat", ro->repeat, "time N device runs after one warm-up (median and min)");
-  cmd.add_option("--seed", ro->seed, "seed of the random inputs (default 0)");
   cmd.add_flag("--report", ro->report,
                "print the sim chip model of each launch under the device's HCD: bytes per memory "
                "level, operation counts, estimated time");
