@@ -70,6 +70,7 @@ Stmt apply_one(const LoopProgram& p, const Stmt& body, const Primitive& x, const
   case PrimitiveKind::MicroKernel: return micro_kernel(p, body, x.at, hcd);
   case PrimitiveKind::ComputeAt:
   case PrimitiveKind::FoldInit:
+  case PrimitiveKind::Epilogue:
   case PrimitiveKind::FlashAttention:
   case PrimitiveKind::Inline: break;
   }
@@ -123,6 +124,10 @@ LoopProgram lower_scheduled(const Kernel& kernel, const ShapeBindings& b, const 
       }
       if (x.kind == PrimitiveKind::FoldInit) {
         p = fold_init(p, x.buffer);
+        continue;
+      }
+      if (x.kind == PrimitiveKind::Epilogue) {
+        p = epilogue(p, x.buffer);
         continue;
       }
       if (x.kind == PrimitiveKind::FlashAttention) {

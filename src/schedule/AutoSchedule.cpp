@@ -305,6 +305,20 @@ AutoSchedule auto_schedule(const Kernel& k, const ShapeBindings& b, const hcd::H
     int64_t tasks = ((site.M + t.mc - 1) / t.mc) * ((site.N + t.nc - 1) / t.nc);
     a.reasons.push_back(fmt::format("  threads: {} parallel blocks{} over {} compute units", tasks,
                                     site.batch.empty() ? "" : " per batch", h.units));
+    // A local result mapped elementwise by the next statement: the map runs on the
+    // finished tiles in this launch (Epilogue.cpp) and the local is never stored.
+    const TensorDecl* out = k.find_tensor(site.output);
+    if (out && out->role == TensorRole::Local && site.statement + 1 < k.body.size()) {
+      Primitive ep;
+      ep.kind = PrimitiveKind::Epilogue;
+      ep.buffer = site.output;
+      if (try_add({ep})) {
+        gemm_statements.insert(site.statement + 1);
+        a.reasons.push_back(fmt::format("  epilogue: {} = map of {} runs on each finished {}x{} tile after the last "
+                                        "kc block, in this launch; {} is never stored",
+                                        k.body[site.statement + 1].output, site.output, t.mr, t.nr, site.output));
+      }
+    }
   }
   // Per-slice chains in one launch.
   for (size_t n = 0; n + 1 < k.body.size(); ++n) {

@@ -93,6 +93,13 @@ LoopProgram compute_at(const LoopProgram& p, const std::string& buffer, const st
 /// register tile starts as the identity on the first reduction block).
 LoopProgram fold_init(const LoopProgram& p, const std::string& buffer);
 
+/// epilogue: the launch that maps the local `buffer` elementwise into an output of the
+/// same shape (`Z[i, j] = g(Y[i, j], ..)`) is fused into the one launch that reduces into
+/// `buffer`: the output takes the local's place as accumulator and g runs on each
+/// element when its reduction is final (after the last reduction block's tile store).
+/// The local is dropped. Its init must be folded first (fold_init).
+LoopProgram epilogue(const LoopProgram& p, const std::string& buffer);
+
 /// inline (Kernel IR): substitute the local `buffer`, written once by an assignment,
 /// into every statement that reads it, and drop it.
 Kernel inline_local(const Kernel& k, const std::string& buffer);

@@ -32,6 +32,7 @@ enum class PrimitiveKind : uint8_t {
   Inline,      // the local `buffer` is substituted into its readers (Kernel IR)
   MicroKernel, // register-blocked contraction at loop `at` (see MicroKernel.cpp)
   FoldInit,    // buffer's init launch is dropped; the update reads the identity on first visit
+  Epilogue,    // the elementwise consumer of local `buffer` runs on its reduction's final tiles
   FlashAttention, // the attention chain writing `buffer` fused (online softmax); factors: {} or {rows, keys}
 };
 
@@ -42,7 +43,7 @@ struct Primitive {
   std::vector<std::string> vars;
   std::vector<int64_t> factors;
   std::string outer, inner; // Split names (default VAR_o, VAR_i); Fuse name in `outer`
-  std::string buffer;       // Stage, CacheWrite, ComputeAt, Inline, FoldInit, FlashAttention
+  std::string buffer;       // Stage, CacheWrite, ComputeAt, Inline, FoldInit, Epilogue, FlashAttention
   std::string at;           // Stage, CacheWrite, ComputeAt, MicroKernel: a loop variable
   MemScope scope = MemScope::Local;
   ForKind bind = ForKind::GridX;
