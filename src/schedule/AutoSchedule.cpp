@@ -23,6 +23,7 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <functional>
 #include <cmath>
 #include <set>
 
@@ -308,7 +309,16 @@ AutoSchedule auto_schedule(const Kernel& k, const ShapeBindings& b, const hcd::H
     // A local result mapped elementwise by the next statement: the map runs on the
     // finished tiles in this launch (Epilogue.cpp) and the local is never stored.
     const TensorDecl* out = k.find_tensor(site.output);
-    if (out && out->role == TensorRole::Local && site.statement + 1 < k.body.size()) {
+    // Only when that next statement is the map itself: a statement in between may produce
+    // a value the map reads, which the fused launch would read before it exists.
+    std::function<bool(const Expr&)> reads_output = [&](const Expr& e) {
+      if (e->kind == ExprKind::Access && e->name == site.output) return true;
+      for (const Expr& o : e->operands)
+        if (reads_output(o)) return true;
+      return false;
+    };
+    if (out && out->role == TensorRole::Local && site.statement + 1 < k.body.size() &&
+        reads_output(k.body[site.statement + 1].value)) {
       Primitive ep;
       ep.kind = PrimitiveKind::Epilogue;
       ep.buffer = site.output;
