@@ -13,6 +13,7 @@ from . import _core, _trace
 from ._core import Error
 from ._devices import devices, get_default_device, set_default_device
 from ._kernels import Compiled, Comprehension, Kernel, Module, comprehension, load, loads
+from ._profile import Profile, ProfileEvent, profile
 from ._tensor import Tensor, from_dlpack, tensor
 from ._trace import KernelFunction, kernel
 
@@ -43,8 +44,8 @@ def __dir__():
 
 
 __all__ = [
-    "Compiled", "Comprehension", "Error", "Kernel", "KernelFunction", "Module", "Tensor", "comprehension",
-    "devices", "from_dlpack", "get_default_device", "kernel", "load", "loads", "ops", "set_default_device",
-    "tensor", *_NUMPY_STYLE,
+    "Compiled", "Comprehension", "Error", "Kernel", "KernelFunction", "Module", "Profile", "ProfileEvent", "Tensor",
+    "comprehension", "devices", "from_dlpack", "get_default_device", "kernel", "load", "loads", "ops", "profile",
+    "set_default_device", "tensor", *_NUMPY_STYLE,
 ]
 __version__ = "0.1.0"
