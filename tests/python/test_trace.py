@@ -93,6 +93,21 @@ def test_dtype_promotion_like_numpy(rng):
     np.testing.assert_allclose(j, a / a)
 
 
+def test_integer_floor_division_and_modulo_like_python(device):
+    @tl.kernel
+    def f(a, b):
+        return a // b, a % b, a // 3, 7 // b
+
+    a = np.array([7, -7, 7, -7, 6, -6, 0, 1], np.int32)
+    b = np.array([2, 2, -2, -2, 3, 3, 5, -4], np.int32)
+    q, r, q3, r7 = f(a, b, device=device)
+    assert q.dtype == np.int32
+    np.testing.assert_array_equal(q, a // b)
+    np.testing.assert_array_equal(r, a % b)
+    np.testing.assert_array_equal(q3, a // 3)
+    np.testing.assert_array_equal(r7, 7 // b)
+
+
 def test_indexing_slicing_transpose_reshape(device, rng):
     @tl.kernel
     def f(x):
