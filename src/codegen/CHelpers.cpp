@@ -133,6 +133,16 @@ constexpr std::string_view kSign = "static inline $T ut_sign_$S($T x) { return x
 constexpr std::string_view kAbsInt =
     "static inline $T ut_abs_$S($T x) { return x < 0 ? -x : x; }\n";
 
+// Shifts in int64 (every integer dtype sign- or zero-extended), defined for every count:
+// outside [0, bits) `<<` gives 0 and `>>` the sign fill; the caller casts to the dtype,
+// which keeps the low bits, as the sim device does.
+constexpr std::string_view kShl =
+    "static inline int64_t ut_shl(int64_t a, int64_t b, int64_t bits) { return (b >= 0 && b < "
+    "bits) ? (int64_t)((uint64_t)a << b) : 0; }\n";
+constexpr std::string_view kShr =
+    "static inline int64_t ut_shr(int64_t a, int64_t b, int64_t bits) { return (b >= 0 && b < "
+    "bits) ? (a >> b) : (a < 0 ? -1 : 0); }\n";
+
 const std::map<std::string, ScalarHelper, std::less<>>& scalar_helpers() {
   static const std::map<std::string, ScalarHelper, std::less<>> table = [] {
     std::map<std::string, ScalarHelper, std::less<>> t;
@@ -141,6 +151,8 @@ const std::map<std::string, ScalarHelper, std::less<>>& scalar_helpers() {
     t["ut_bf16_to_f32"] = {{}, std::string(kBf16ToF32)};
     t["ut_f32_to_bf16"] = {{}, std::string(kF32ToBf16)};
     t["ut_float_to_i64"] = {{}, std::string(kFloatToInt)};
+    t["ut_shl"] = {{}, std::string(kShl)};
+    t["ut_shr"] = {{}, std::string(kShr)};
     t["ut_round_f16"] = {{"ut_f16_to_f32", "ut_f32_to_f16"}, std::string(kRoundF16)};
     t["ut_round_bf16"] = {{"ut_bf16_to_f32", "ut_f32_to_bf16"}, std::string(kRoundBf16)};
     struct Generic {

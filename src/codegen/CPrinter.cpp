@@ -535,6 +535,8 @@ private:
       std::string x = expr(e->operands[0]);
       if (e->unary_op == UnaryOp::Not)
         return fmt::format("(!{})", x);
+      if (e->unary_op == UnaryOp::BitNot) // cast back: C promotes narrow integers to int
+        return fmt::format("(({})(~{}))", value_type(e->type), x);
       if (e->type == DType::I64 && !c_is_i64(e->operands[0]) && !narrow_literal(e->operands[0]))
         x = fmt::format("(int64_t){}", x);
       return x[0] == '-' ? fmt::format("(-({}))", x) : fmt::format("(-{})", x);
@@ -571,6 +573,8 @@ private:
       return fmt::format("({} {} {})", expr(a), op == BinaryOp::And ? "&&" : "||", expr(b));
     if (is_comparison(op))
       return fmt::format("({} {} {})", expr(a), binary_op_token(op), expr(b));
+    if (is_bitwise(op))
+      return bitwise(e);
 
     DType t = e->type;
     std::string x = expr(a), y = expr(b);
@@ -609,6 +613,21 @@ private:
     }
     UT_INTERNAL_ASSERT(false, "unhandled binary op");
     return {};
+  }
+
+  // `&`, `|`, `^` in C with the result cast back to the dtype (C computes narrow
+  // integers as int); shifts through helpers that define every count.
+  std::string bitwise(const Expr& e) {
+    const std::string_view t = value_type(e->type);
+    const std::string x = expr(e->operands[0]), y = expr(e->operands[1]);
+    const BinaryOp op = e->binary_op;
+    if (op == BinaryOp::Shl || op == BinaryOp::Shr) {
+      const char* name = op == BinaryOp::Shl ? "ut_shl" : "ut_shr";
+      helpers_.need(name);
+      return fmt::format("(({})ut_{}((int64_t){}, (int64_t){}, {}))", t,
+                         op == BinaryOp::Shl ? "shl" : "shr", x, y, 8 * dtype_bytes(e->type));
+    }
+    return fmt::format("(({})({} {} {}))", t, x, binary_op_token(op), y);
   }
 
   std::string call(const Expr& e) {

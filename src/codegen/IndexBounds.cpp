@@ -87,6 +87,8 @@ std::optional<Interval> bounds_impl(const Expr& e, const IntervalEnv& env) {
   case ExprKind::Unary: {
     if (e->unary_op == UnaryOp::Not)
       return Interval{0, 1};
+    if (e->unary_op == UnaryOp::BitNot)
+      return type_range(e->type);
     auto x = bounds_impl(e->operands[0], env);
     return x ? negate(*x) : std::nullopt;
   }

@@ -96,6 +96,11 @@ bool is_comparison(BinaryOp op) {
   }
 }
 
+bool is_bitwise(BinaryOp op) {
+  return op == BinaryOp::BitAnd || op == BinaryOp::BitOr || op == BinaryOp::BitXor ||
+         op == BinaryOp::Shl || op == BinaryOp::Shr;
+}
+
 Expr binary(BinaryOp op, Expr a, Expr b, SourceLoc loc) {
   DType t = (is_comparison(op) || op == BinaryOp::And || op == BinaryOp::Or)
                 ? DType::Bool
@@ -155,6 +160,11 @@ const char* binary_op_token(BinaryOp op) {
   case BinaryOp::Ne: return "!=";
   case BinaryOp::And: return "&&";
   case BinaryOp::Or: return "||";
+  case BinaryOp::BitAnd: return "&";
+  case BinaryOp::BitOr: return "|";
+  case BinaryOp::BitXor: return "^";
+  case BinaryOp::Shl: return "<<";
+  case BinaryOp::Shr: return ">>";
   }
   return "?";
 }

@@ -29,7 +29,10 @@ enum class ExprKind : uint8_t {
   Call,     // math_fn; operands = args
 };
 
-enum class UnaryOp : uint8_t { Neg, Not };
+enum class UnaryOp : uint8_t {
+  Neg, Not,
+  BitNot, // `~`: integers only
+};
 
 enum class BinaryOp : uint8_t {
   Add, Sub, Mul, Div, // Div on integers truncates toward zero (C semantics)
@@ -37,6 +40,9 @@ enum class BinaryOp : uint8_t {
   Mod,                // `%`: result has the sign of the divisor (Python semantics)
   Lt, Le, Gt, Ge, Eq, Ne,
   And, Or,
+  // Bitwise, on integers only; shifts by a count outside [0, bits of the type) give 0
+  // (`<<`), or the sign fill (`>>`, arithmetic on signed types).
+  BitAnd, BitOr, BitXor, Shl, Shr,
 };
 
 /// Math functions callable in element expressions. `min`, `max` and `pow` are binary,
@@ -83,6 +89,8 @@ Expr with_operands(const Expr& e, std::vector<Expr> operands, Expr guard = nullp
 
 const char* binary_op_token(BinaryOp op); // "+", "//", "<=", "&&", ...
 bool is_comparison(BinaryOp op);
+/// `&`, `|`, `^`, `<<`, `>>`: integer operands only.
+bool is_bitwise(BinaryOp op);
 const char* math_fn_name(MathFn fn);      // "exp", "rsqrt", ...
 std::optional<MathFn> parse_math_fn(std::string_view name);
 /// Number of arguments `fn` takes (1, 2 or 3).

@@ -51,6 +51,12 @@ std::string token_kind_spelling(TokenKind k) {
   case TokenKind::Not: return "'!'";
   case TokenKind::AndAnd: return "'&&'";
   case TokenKind::OrOr: return "'||'";
+  case TokenKind::Amp: return "'&'";
+  case TokenKind::Pipe: return "'|'";
+  case TokenKind::Caret: return "'^'";
+  case TokenKind::Tilde: return "'~'";
+  case TokenKind::ShiftLeft: return "'<<'";
+  case TokenKind::ShiftRight: return "'>>'";
   }
   return "token";
 }
@@ -179,16 +185,18 @@ Token Lexer::next() {
   case '*': return n == '=' ? take(TokenKind::StarAssign, 2) : take(TokenKind::Star, 1);
   case '/': return n == '/' ? take(TokenKind::SlashSlash, 2) : take(TokenKind::Slash, 1);
   case '%': return take(TokenKind::Percent, 1);
-  case '<': return n == '=' ? take(TokenKind::Le, 2) : take(TokenKind::Lt, 1);
-  case '>': return n == '=' ? take(TokenKind::Ge, 2) : take(TokenKind::Gt, 1);
+  case '<':
+    if (n == '<') return take(TokenKind::ShiftLeft, 2);
+    return n == '=' ? take(TokenKind::Le, 2) : take(TokenKind::Lt, 1);
+  case '>':
+    if (n == '>') return take(TokenKind::ShiftRight, 2);
+    return n == '=' ? take(TokenKind::Ge, 2) : take(TokenKind::Gt, 1);
   case '=': return n == '=' ? take(TokenKind::EqEq, 2) : take(TokenKind::Assign, 1);
   case '!': return n == '=' ? take(TokenKind::Ne, 2) : take(TokenKind::Not, 1);
-  case '&':
-    if (n == '&') return take(TokenKind::AndAnd, 2);
-    fail(t.loc, "unexpected character '&'", "logical and is written '&&'");
-  case '|':
-    if (n == '|') return take(TokenKind::OrOr, 2);
-    fail(t.loc, "unexpected character '|'", "logical or is written '||'");
+  case '&': return n == '&' ? take(TokenKind::AndAnd, 2) : take(TokenKind::Amp, 1);
+  case '|': return n == '|' ? take(TokenKind::OrOr, 2) : take(TokenKind::Pipe, 1);
+  case '^': return take(TokenKind::Caret, 1);
+  case '~': return take(TokenKind::Tilde, 1);
   default: break;
   }
   auto byte = static_cast<unsigned char>(c);

@@ -28,6 +28,7 @@ enum class TokenKind : uint8_t {
   Plus, Minus, Star, Slash, SlashSlash, Percent,
   Lt, Le, Gt, Ge, EqEq, Ne, Assign, PlusAssign, StarAssign,
   Not, AndAnd, OrOr,
+  Amp, Pipe, Caret, Tilde, ShiftLeft, ShiftRight, // bitwise
 };
 
 /// How a token kind is spelled in messages: "'('", "end of file", "identifier", ...

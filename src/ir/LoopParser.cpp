@@ -33,7 +33,7 @@ struct Token {
 };
 
 // Longest punctuators first so that `//` wins over `/`, `??` over `?`, `..` over `.`.
-constexpr std::string_view kPuncts[] = {"//", "==", "!=", "<=", ">=", "&&", "||", "??", "..",
+constexpr std::string_view kPuncts[] = {"//", "==", "!=", "<=", ">=", "&&", "||", "??", "..", "<<", ">>", "&", "|", "^", "~",
                                         "{",  "}",  "[",  "]",  "(",  ")",  ",",  ":",  "=",
                                         "<",  ">",  "+",  "-",  "*",  "/",  "%",  "!",  "?",
                                         "."};
@@ -534,11 +534,14 @@ private:
   static int binary_precedence(const Token& t, BinaryOp* op) {
     if (t.kind != Tok::Punct) return -1;
     static const std::pair<std::string_view, std::pair<BinaryOp, int>> table[] = {
-        {"||", {BinaryOp::Or, 2}},  {"&&", {BinaryOp::And, 3}}, {"==", {BinaryOp::Eq, 4}},
-        {"!=", {BinaryOp::Ne, 4}},  {"<", {BinaryOp::Lt, 5}},   {"<=", {BinaryOp::Le, 5}},
-        {">", {BinaryOp::Gt, 5}},   {">=", {BinaryOp::Ge, 5}},  {"+", {BinaryOp::Add, 6}},
-        {"-", {BinaryOp::Sub, 6}},  {"*", {BinaryOp::Mul, 7}},  {"/", {BinaryOp::Div, 7}},
-        {"//", {BinaryOp::FloorDiv, 7}}, {"%", {BinaryOp::Mod, 7}},
+        // C's levels, as in the Kernel IR parser.
+        {"||", {BinaryOp::Or, 2}},  {"&&", {BinaryOp::And, 3}}, {"|", {BinaryOp::BitOr, 4}},
+        {"^", {BinaryOp::BitXor, 5}}, {"&", {BinaryOp::BitAnd, 6}}, {"==", {BinaryOp::Eq, 7}},
+        {"!=", {BinaryOp::Ne, 7}},  {"<", {BinaryOp::Lt, 8}},   {"<=", {BinaryOp::Le, 8}},
+        {">", {BinaryOp::Gt, 8}},   {">=", {BinaryOp::Ge, 8}},  {"<<", {BinaryOp::Shl, 9}},
+        {">>", {BinaryOp::Shr, 9}}, {"+", {BinaryOp::Add, 10}}, {"-", {BinaryOp::Sub, 10}},
+        {"*", {BinaryOp::Mul, 11}}, {"/", {BinaryOp::Div, 11}},
+        {"//", {BinaryOp::FloorDiv, 11}}, {"%", {BinaryOp::Mod, 11}},
     };
     for (const auto& [tok, info] : table)
       if (t.text == tok) {
@@ -577,6 +580,10 @@ private:
     if (at("!")) {
       next();
       return unary(UnaryOp::Not, parse_unary(), t.loc);
+    }
+    if (at("~")) {
+      next();
+      return unary(UnaryOp::BitNot, parse_unary(), t.loc);
     }
     return parse_primary(false, t);
   }

@@ -390,20 +390,26 @@ private:
 
   static int precedence(TokenKind k, BinaryOp& op) {
     switch (k) {
+    // C's levels: || && | ^ & (== !=) (< <= > >=) (<< >>) (+ -) (* / // %).
     case TokenKind::OrOr: op = BinaryOp::Or; return 1;
     case TokenKind::AndAnd: op = BinaryOp::And; return 2;
-    case TokenKind::EqEq: op = BinaryOp::Eq; return 3;
-    case TokenKind::Ne: op = BinaryOp::Ne; return 3;
-    case TokenKind::Lt: op = BinaryOp::Lt; return 4;
-    case TokenKind::Le: op = BinaryOp::Le; return 4;
-    case TokenKind::Gt: op = BinaryOp::Gt; return 4;
-    case TokenKind::Ge: op = BinaryOp::Ge; return 4;
-    case TokenKind::Plus: op = BinaryOp::Add; return 5;
-    case TokenKind::Minus: op = BinaryOp::Sub; return 5;
-    case TokenKind::Star: op = BinaryOp::Mul; return 6;
-    case TokenKind::Slash: op = BinaryOp::Div; return 6;
-    case TokenKind::SlashSlash: op = BinaryOp::FloorDiv; return 6;
-    case TokenKind::Percent: op = BinaryOp::Mod; return 6;
+    case TokenKind::Pipe: op = BinaryOp::BitOr; return 3;
+    case TokenKind::Caret: op = BinaryOp::BitXor; return 4;
+    case TokenKind::Amp: op = BinaryOp::BitAnd; return 5;
+    case TokenKind::EqEq: op = BinaryOp::Eq; return 6;
+    case TokenKind::Ne: op = BinaryOp::Ne; return 6;
+    case TokenKind::Lt: op = BinaryOp::Lt; return 7;
+    case TokenKind::Le: op = BinaryOp::Le; return 7;
+    case TokenKind::Gt: op = BinaryOp::Gt; return 7;
+    case TokenKind::Ge: op = BinaryOp::Ge; return 7;
+    case TokenKind::ShiftLeft: op = BinaryOp::Shl; return 8;
+    case TokenKind::ShiftRight: op = BinaryOp::Shr; return 8;
+    case TokenKind::Plus: op = BinaryOp::Add; return 9;
+    case TokenKind::Minus: op = BinaryOp::Sub; return 9;
+    case TokenKind::Star: op = BinaryOp::Mul; return 10;
+    case TokenKind::Slash: op = BinaryOp::Div; return 10;
+    case TokenKind::SlashSlash: op = BinaryOp::FloorDiv; return 10;
+    case TokenKind::Percent: op = BinaryOp::Mod; return 10;
     default: return 0;
     }
   }
@@ -442,6 +448,11 @@ private:
       Token bang = take();
       NestingGuard guard(*this, bang.loc);
       return note(unary(UnaryOp::Not, parse_unary(), bang.loc));
+    }
+    if (t.kind == TokenKind::Tilde) {
+      Token tilde = take();
+      NestingGuard guard(*this, tilde.loc);
+      return note(unary(UnaryOp::BitNot, parse_unary(), tilde.loc));
     }
     return parse_postfix();
   }

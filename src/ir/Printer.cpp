@@ -18,8 +18,9 @@ namespace {
 // Binding strength, loosest first; an operand whose level is below what its position
 // needs gets parentheses.
 enum Level : int {
-  kSelect = 0, kOr, kAnd, kEquality, kCompare, kAdditive, kMultiplicative,
-  kUnary,   // -x, !x and negative literals
+  kSelect = 0, kOr, kAnd, kBitOr, kBitXor, kBitAnd, kEquality, kCompare, kShift, kAdditive,
+  kMultiplicative,
+  kUnary,   // -x, !x, ~x and negative literals
   kPrimary,
 };
 
@@ -33,6 +34,11 @@ int binary_level(BinaryOp op) {
   case BinaryOp::Le:
   case BinaryOp::Gt:
   case BinaryOp::Ge: return kCompare;
+  case BinaryOp::BitOr: return kBitOr;
+  case BinaryOp::BitXor: return kBitXor;
+  case BinaryOp::BitAnd: return kBitAnd;
+  case BinaryOp::Shl:
+  case BinaryOp::Shr: return kShift;
   case BinaryOp::Add:
   case BinaryOp::Sub: return kAdditive;
   default: return kMultiplicative;
@@ -115,7 +121,7 @@ private:
       }
       return;
     case ExprKind::Unary: {
-      out += e->unary_op == UnaryOp::Neg ? "-" : "!";
+      out += e->unary_op == UnaryOp::Neg ? "-" : e->unary_op == UnaryOp::Not ? "!" : "~";
       const Expr& x = e->operands.at(0);
       bool literal = x->kind == ExprKind::IntImm || x->kind == ExprKind::FloatImm;
       if (e->unary_op == UnaryOp::Neg && literal && !is_negative_literal(x)) {

@@ -448,6 +448,13 @@ private:
                   "compare it instead, e.g. x == 0");
         return retyped(e, DType::Bool, {x}, nullptr);
       }
+      if (e->unary_op == UnaryOp::BitNot) {
+        if (!is_integer(x->type))
+          fail_at(e, fmt::format("'~' needs an integer operand, got {}", dtype_name(x->type)),
+                  x->type == DType::Bool ? "for bools use '!'"
+                                         : "bitwise operators work on integers; cast first, e.g. i32(x)");
+        return retyped(e, x->type, {x}, nullptr);
+      }
       if (x->type == DType::Bool) fail_at(e, "bool value in arithmetic: '-' needs a number", kBoolArithHint);
       return retyped(e, x->type, {x}, nullptr);
     }
@@ -558,6 +565,15 @@ private:
       if (ba && op != BinaryOp::Eq && op != BinaryOp::Ne)
         fail_at(e, fmt::format("'{}' is not defined on bool", tok), "bools compare with == and !=");
       return retyped(e, DType::Bool, {a, b}, nullptr);
+    }
+    if (is_bitwise(op)) {
+      if (!is_integer(a->type) || !is_integer(b->type))
+        fail_at(e, fmt::format("'{}' needs integer operands, got {} and {}", tok, dtype_name(a->type),
+                               dtype_name(b->type)),
+                a->type == DType::Bool || b->type == DType::Bool
+                    ? "bitwise operators work on integers; for bools use && and ||"
+                    : "bitwise operators work on integers; cast first, e.g. i32(x)");
+      return retyped(e, promote(a->type, b->type), {a, b}, nullptr);
     }
     if (a->type == DType::Bool || b->type == DType::Bool)
       fail_at(e, fmt::format("bool value in arithmetic: '{}' needs numbers", tok), kBoolArithHint);

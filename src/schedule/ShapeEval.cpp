@@ -30,6 +30,7 @@ int64_t eval(const Expr& e, const ShapeBindings& b, const std::string& what) {
   }
   case ExprKind::Unary: {
     int64_t x = eval(e->operands[0], b, what);
+    if (e->unary_op == UnaryOp::BitNot) return ~x;
     return e->unary_op == UnaryOp::Neg ? -x : (x == 0 ? 1 : 0);
   }
   case ExprKind::Cast: {
@@ -71,6 +72,11 @@ int64_t eval(const Expr& e, const ShapeBindings& b, const std::string& what) {
     case BinaryOp::Ne: return x != y;
     case BinaryOp::And: return x != 0 && y != 0;
     case BinaryOp::Or: return x != 0 || y != 0;
+    case BinaryOp::BitAnd: return x & y;
+    case BinaryOp::BitOr: return x | y;
+    case BinaryOp::BitXor: return x ^ y;
+    case BinaryOp::Shl: return y >= 0 && y < 64 ? static_cast<int64_t>(static_cast<uint64_t>(x) << y) : 0;
+    case BinaryOp::Shr: return y >= 0 && y < 64 ? x >> y : (x < 0 ? -1 : 0);
     }
     break;
   }

@@ -14,7 +14,7 @@ import numpy as np
 
 TOL = {"f64": (1e-10, 1e-10), "f32": (2e-5, 2e-5), "f16": (2e-3, 2e-3)}
 NP = {"f16": np.float16, "f32": np.float32, "f64": np.float64, "i32": np.int32, "i64": np.int64,
-      "i8": np.int8, "u8": np.uint8, "bool": np.bool_}
+      "i8": np.int8, "i16": np.int16, "u8": np.uint8, "bool": np.bool_}
 FLOAT_DTYPES = ("f32", "f64")
 
 

@@ -748,6 +748,8 @@ private:
     case ExprKind::Access: return access_node<false>(e);
     case ExprKind::Unary:
       if (e->unary_op == UnaryOp::Not) return iun(bool_expr(e->operands[0]), [](int64_t x) -> int64_t { return !x; });
+      if (e->unary_op == UnaryOp::BitNot)
+        return wrap_node(e->type, iun(int_expr(e->operands[0]), [](int64_t x) -> int64_t { return ~x; }));
       return iun(int_expr(e->operands[0]), [](int64_t x) { return wrap_neg(x); });
     case ExprKind::Binary: return int_binary(e);
     case ExprKind::Select:
@@ -819,6 +821,22 @@ private:
     case BinaryOp::Div: return divide(std::move(x), std::move(y), trunc_div, e);
     case BinaryOp::FloorDiv: return divide(std::move(x), std::move(y), floor_div, e);
     case BinaryOp::Mod: return divide(std::move(x), std::move(y), floor_mod, e);
+    // Integers are held sign- (or zero-) extended in int64, so the 64-bit bitwise result
+    // wrapped to the dtype is the dtype's own.
+    case BinaryOp::BitAnd: return wrap_node(e->type, ibin(std::move(x), std::move(y), [](int64_t p, int64_t q) { return p & q; }));
+    case BinaryOp::BitOr: return wrap_node(e->type, ibin(std::move(x), std::move(y), [](int64_t p, int64_t q) { return p | q; }));
+    case BinaryOp::BitXor: return wrap_node(e->type, ibin(std::move(x), std::move(y), [](int64_t p, int64_t q) { return p ^ q; }));
+    case BinaryOp::Shl:
+    case BinaryOp::Shr: {
+      const int64_t bits = 8 * dtype_bytes(e->type);
+      if (op == BinaryOp::Shl)
+        return wrap_node(e->type, ibin(std::move(x), std::move(y), [bits](int64_t p, int64_t q) -> int64_t {
+                           return q >= 0 && q < bits ? static_cast<int64_t>(static_cast<uint64_t>(p) << q) : 0;
+                         }));
+      return wrap_node(e->type, ibin(std::move(x), std::move(y), [bits](int64_t p, int64_t q) -> int64_t {
+                         return q >= 0 && q < bits ? p >> q : (p < 0 ? -1 : 0);
+                       }));
+    }
     default: break;
     }
     internal_fail(__FILE__, __LINE__, "sim: unknown integer binary op");

@@ -1,5 +1,5 @@
-// Elementwise ops with NumPy broadcasting: ONNX's arithmetic, comparison, logical and
-// math ops and the activations, each one expression over its operands, plus the
+// Elementwise ops with NumPy broadcasting: ONNX's arithmetic, comparison, logical,
+// bitwise and math ops and the activations, each one expression over its operands, plus the
 // backward op of every differentiable one.
 //
 // An op is a row of a table: an expression template over `$a`, `$b`, `$c` (the
@@ -310,8 +310,23 @@ std::vector<Row> rows() {
       {"and", 2, "$a && $b", B, Bo, "logical and"},
       {"or", 2, "$a || $b", B, Bo, "logical or"},
       {"xor", 2, "$a != $b", B, Bo, "logical exclusive or"},
+      // --- bitwise (integers) -------------------------------------------------------
+      {"bitwise_and", 2, "$a & $b", I, S, "bitwise and"},
+      {"bitwise_or", 2, "$a | $b", I, S, "bitwise or"},
+      {"bitwise_xor", 2, "$a ^ $b", I, S, "bitwise exclusive or"},
+      {"bitwise_not", 1, "~$a", I, S, "bitwise not"},
   };
-  (void)I;
+}
+
+// bit_shift(A, B): A shifted by B bits, LEFT or RIGHT (arithmetic on signed dtypes); a
+// count outside [0, bits) gives 0, or the sign fill shifting right (the IR's rule).
+void emit_bit_shift(OpContext& ctx) {
+  const std::string direction = ctx.attr_string("direction");
+  if (direction != "LEFT" && direction != "RIGHT")
+    ctx.fail("direction '{}' is not LEFT or RIGHT", direction);
+  const Row row{"bit_shift", 2, direction == "LEFT" ? "$a << $b" : "$a >> $b", Accepts::Integer,
+                Yields::Same, ""};
+  emit_forward(ctx, row);
 }
 
 } // namespace
@@ -347,6 +362,15 @@ void add_elementwise_ops(std::vector<OpDef>& ops) {
     }
     ops.push_back(std::move(op));
   }
+  OpDef shift;
+  shift.name = "bit_shift";
+  shift.category = "elementwise";
+  shift.summary = "A shifted left or right by B bits (integers)";
+  shift.inputs = {{"A"}, {"B"}};
+  shift.outputs = {{"C"}};
+  shift.attrs = {{"direction", AttrKind::String, std::nullopt, "LEFT or RIGHT"}};
+  shift.emit = emit_bit_shift;
+  ops.push_back(std::move(shift));
   OpDef where;
   where.name = "where";
   where.category = "elementwise";
