@@ -10,6 +10,8 @@
 
 #include <fmt/core.h>
 
+#include <set>
+
 namespace unitile {
 
 namespace {
@@ -37,6 +39,18 @@ void accesses(const Stmt& s, const std::string& b, bool stores, std::vector<std:
   for (const Stmt& c : s->body) accesses(c, b, stores, out);
 }
 
+// Every buffer `s` stores to.
+void stored_buffers(const Stmt& s, std::set<std::string>& out) {
+  if (s->kind == StmtKind::Store) out.insert(s->buffer);
+  for (const Stmt& c : s->body) stored_buffers(c, out);
+}
+
+bool reads(const Stmt& s, const std::string& b) {
+  std::vector<std::vector<Expr>> r;
+  accesses(s, b, false, r);
+  return !r.empty();
+}
+
 } // namespace
 
 LoopProgram compute_at(const LoopProgram& p, const std::string& buffer, const std::string& at) {
@@ -57,6 +71,19 @@ LoopProgram compute_at(const LoopProgram& p, const std::string& buffer, const st
   if (ci == p.funcs.size()) throw fail(fmt::format("no later statement reads '{}'", buffer));
   const Stmt& prod = p.funcs[pi].body;
   const Stmt& cons = p.funcs[ci].body;
+  // The producer moves past the launches between it and the consumer: none of them may
+  // touch what it writes (an earlier compute_at may have put more statements into it)
+  // or write what it reads.
+  std::set<std::string> produced, between;
+  stored_buffers(prod, produced);
+  for (size_t n = pi + 1; n < ci; ++n) stored_buffers(p.funcs[n].body, between);
+  for (size_t n = pi + 1; n < ci; ++n)
+    for (const std::string& b : produced)
+      if (reads(p.funcs[n].body, b) || between.count(b))
+        throw fail(fmt::format("a launch between it and the consumer uses '{}', which it writes", b));
+  for (const std::string& b : between)
+    if (reads(prod, b))
+      throw fail(fmt::format("a launch between it and the consumer writes '{}', which it reads", b));
   if (cons->kind != StmtKind::For || cons->var != at)
     throw fail(fmt::format("'{}' is not the outermost loop of the statement that reads '{}'", at, buffer));
   if (prod->kind != StmtKind::For) throw fail("the producer has no outermost loop");

@@ -1,6 +1,8 @@
 // Indexing ops, which read or write at positions held in an index tensor: gather,
 // gather_elements, gather_nd, index_select, embedding, scatter_elements, scatter_nd,
-// one_hot and topk, with the backward ops of the gathers (a scatter-add of dY).
+// one_hot and topk, with the backward ops of the gathers and of topk (a scatter-add of
+// dY) and of the scatters with reduction none or add (dX is dY, with the overwritten
+// positions zeroed under none; dU is dY gathered where each update went).
 //
 // Index inputs are any integer dtype; a negative index counts from the end of its axis
 // (ONNX), written into the read as `(I < 0 ? I + n : I)`. An index outside [-n, n) is
@@ -218,6 +220,43 @@ void emit_scatter_elements(OpContext& ctx) {
   ctx.stmt(access("Y", c) + op + access("U", index_names(rank_of(ctx.in("Idx")))));
 }
 
+// Scatters have a gradient for reduction none and add, as in PyTorch's scatter and
+// scatter_add: dX = dY, zero where an update overwrote X (none); dU = dY read where each
+// update went (with repeated positions under none, every one of them gets that dY, as
+// PyTorch gives). mul, max and min have none here.
+bool scatter_overwrites(const OpContext& ctx) {
+  const std::string r = ctx.attr_string("reduction");
+  if (r != "none" && r != "add")
+    ctx.fail("reduction '{}' has no gradient op here (only none and add do)", r);
+  return r == "none";
+}
+
+void require_scatter_dy(const OpContext& ctx) {
+  ctx.require_float("X");
+  ctx.require_same_dtype({"X", "dY"});
+  if (ctx.in("dY").shape != ctx.in("X").shape)
+    ctx.fail("dY has shape {} but the forward op's output (X's shape) is {}",
+             shape_text(ctx.in("dY").shape), shape_text(ctx.in("X").shape));
+}
+
+void emit_scatter_elements_grad(OpContext& ctx) {
+  const int64_t axis = elements_axis(ctx, "X", "Idx");
+  const TensorSpec& x = ctx.in("X");
+  require_updates(ctx, ctx.in("Idx").shape);
+  require_scatter_dy(ctx);
+  const bool overwrites = scatter_overwrites(ctx);
+  for (const char* p : {"X", "Idx", "U", "dY"})
+    ctx.input(p);
+  ctx.output("dX", x.dtype, x.shape);
+  ctx.output("dU", x.dtype, ctx.in("U").shape);
+  const std::vector<std::string> k = index_names(rank_of(x), "k");
+  ctx.stmt(access("dX", k) + " = " + access("dY", k));
+  if (overwrites)
+    ctx.stmt(access("dX", element_coords(ctx, "X", "Idx", axis, true)) + " = 0");
+  ctx.stmt(access("dU", index_names(rank_of(ctx.in("Idx")))) + " = " +
+           access("dY", element_coords(ctx, "X", "Idx", axis, false)));
+}
+
 // --- gather_nd / scatter_nd ---------------------------------------------------------------
 
 // Idx[..., m] holds m coordinates into data's axes b .. b+m-1 (after b batch axes that
@@ -289,6 +328,24 @@ void emit_scatter_nd(OpContext& ctx) {
            access("X", index_names(rank_of(x), "k")));
   ctx.stmt(access("Y", s.data_idx) + op +
            access("U", index_names(static_cast<int64_t>(s.out_shape.size()))));
+}
+
+void emit_scatter_nd_grad(OpContext& ctx) {
+  const NdShape s = nd_shape(ctx, "X", 0);
+  const TensorSpec& x = ctx.in("X");
+  require_updates(ctx, s.out_shape);
+  require_scatter_dy(ctx);
+  const bool overwrites = scatter_overwrites(ctx);
+  for (const char* p : {"X", "Idx", "U", "dY"})
+    ctx.input(p);
+  ctx.output("dX", x.dtype, x.shape);
+  ctx.output("dU", x.dtype, ctx.in("U").shape);
+  const std::vector<std::string> k = index_names(rank_of(x), "k");
+  ctx.stmt(access("dX", k) + " = " + access("dY", k));
+  if (overwrites)
+    ctx.stmt(access("dX", s.data_idx) + " = 0");
+  ctx.stmt(access("dU", index_names(static_cast<int64_t>(s.out_shape.size()))) + " = " +
+           access("dY", s.data_idx));
 }
 
 // --- one_hot, topk ------------------------------------------------------------------------
@@ -385,6 +442,33 @@ void emit_topk(OpContext& ctx) {
   ctx.stmt(access("Values", i) + " = " + access("X", from));
 }
 
+// topk_grad(X, Indices, dValues) -> dX: dValues added at the positions topk chose (X
+// gives the shape and dtype; Indices is topk's second output).
+void emit_topk_grad(OpContext& ctx) {
+  const TensorSpec& x = ctx.in("X");
+  ctx.require_float("X");
+  ctx.require_same_dtype({"X", "dValues"});
+  ctx.require_integer("Indices");
+  if (rank_of(x) == 0)
+    ctx.fail("input 'X' is a scalar: topk needs rank 1 or more");
+  const int64_t axis = ctx.axis(ctx.attr_int("axis"), rank_of(x));
+  const int64_t k = ctx.attr_int("k");
+  if (k < 1 || k > x.shape[axis])
+    ctx.fail("k {} must be between 1 and the {} elements along axis {}", k, x.shape[axis], axis);
+  std::vector<int64_t> out_shape = x.shape;
+  out_shape[axis] = k;
+  for (const char* p : {"Indices", "dValues"})
+    if (ctx.in(p).shape != out_shape)
+      ctx.fail("'{}' has shape {} but topk's outputs have shape {}", p, shape_text(ctx.in(p).shape),
+               shape_text(out_shape));
+  for (const char* p : {"X", "Indices", "dValues"})
+    ctx.input(p);
+  ctx.output("dX", x.dtype, x.shape);
+  zero_fill(ctx, "dX", x);
+  ctx.stmt(access("dX", element_coords(ctx, "X", "Indices", axis, true)) +
+           " += " + access("dValues", index_names(rank_of(x))));
+}
+
 AttrSpec attr(const char* name, AttrKind kind, std::optional<AttrValue> def, const char* doc) {
   return {name, kind, std::move(def), doc};
 }
@@ -466,11 +550,15 @@ void add_indexing_ops(std::vector<OpDef>& ops) {
                      emit_gather_nd),
                 {X, Idx, dY}, {dX}, emit_gather_nd_grad);
 
-  ops.push_back(make("scatter_elements",
+  add_with_grad(ops,
+                make("scatter_elements",
                      "X with U written (or combined) at i with the axis coordinate Idx[i]",
-                     {X, Idx, U}, {{"Y"}}, {axis0, reduction}, emit_scatter_elements));
-  ops.push_back(make("scatter_nd", "X with slices U written (or combined) at coordinate tuples",
-                     {X, Idx, U}, {{"Y"}}, {reduction}, emit_scatter_nd));
+                     {X, Idx, U}, {{"Y"}}, {axis0, reduction}, emit_scatter_elements),
+                {X, Idx, U, dY}, {dX, {"dU"}}, emit_scatter_elements_grad);
+  add_with_grad(ops,
+                make("scatter_nd", "X with slices U written (or combined) at coordinate tuples",
+                     {X, Idx, U}, {{"Y"}}, {reduction}, emit_scatter_nd),
+                {X, Idx, U, dY}, {dX, {"dU"}}, emit_scatter_nd_grad);
 
   ops.push_back(make(
       "one_hot", "Y = off, with on where the new axis equals Idx", {Idx}, {{"Y"}},
@@ -480,7 +568,7 @@ void add_indexing_ops(std::vector<OpDef>& ops) {
        attr("dtype", AttrKind::String, AttrValue{std::string("f32")}, "the output's dtype")},
       emit_one_hot));
 
-  ops.push_back(make("topk", "the k largest (or smallest) along an axis, sorted, with i64 indices",
+  add_with_grad(ops, make("topk", "the k largest (or smallest) along an axis, sorted, with i64 indices",
                      {X}, {{"Values"}, {"Indices"}},
                      {attr("k", AttrKind::Int, std::nullopt, "how many"),
                       attr("axis", AttrKind::Int, AttrValue{int64_t{-1}}, "the axis"),
@@ -488,7 +576,8 @@ void add_indexing_ops(std::vector<OpDef>& ops) {
                            "the largest (else the smallest)"),
                       attr("sorted", AttrKind::Bool, AttrValue{int64_t{1}},
                            "accepted for ONNX; the result is always sorted")},
-                     emit_topk));
+                     emit_topk),
+                {X, {"Indices", PortKind::Index}, {"dValues"}}, {dX}, emit_topk_grad);
 }
 
 } // namespace unitile::ops

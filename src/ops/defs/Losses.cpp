@@ -207,13 +207,35 @@ void emit_class_loss_grad(OpContext& ctx, bool from_logits) {
   ctx.stmt(access("dX", s.xc) + " = " + s.ignored + " ? 0 : " + cast_to(dt, "(" + d + ")"));
 }
 
+// mse_loss: A and B broadcast to one shape (NumPy's rules, as torch's mse_loss does);
+// mean divides by that shape's element count. The gradient into an operand sums over
+// the dimensions it was broadcast along (z<d>: an extent-1 index on the left).
 std::vector<int64_t> mse_shape(const OpContext& ctx) {
   ctx.require_float("A");
   ctx.require_same_dtype({"A", "B", "dY"});
-  if (ctx.in("A").shape != ctx.in("B").shape)
-    ctx.fail("inputs 'A' {} and 'B' {} must have the same shape", shape_text(ctx.in("A").shape),
-             shape_text(ctx.in("B").shape));
-  return ctx.in("A").shape;
+  return broadcast_shapes(ctx, {{"A", ctx.in("A")}, {"B", ctx.in("B")}});
+}
+
+std::string mse_diff(const OpContext& ctx, const std::vector<int64_t>& shape) {
+  const int64_t rank = static_cast<int64_t>(shape.size());
+  return "(" + access("A", broadcast_indices(ctx.in("A"), rank, shape)) + " - " +
+         access("B", broadcast_indices(ctx.in("B"), rank, shape)) + ")";
+}
+
+// `d<port>[...] = ` or `+= ` when the operand was broadcast (the sum over those dims).
+std::string mse_grad_lhs(const OpContext& ctx, const std::string& port,
+                         const std::vector<int64_t>& shape) {
+  const std::vector<int64_t>& s = ctx.in(port).shape;
+  const int64_t off = static_cast<int64_t>(shape.size() - s.size());
+  bool reduces = off > 0;
+  std::vector<std::string> lhs;
+  for (size_t d = 0; d < s.size(); ++d) {
+    const int64_t od = off + static_cast<int64_t>(d);
+    const bool broadcast = s[d] == 1 && shape[od] != 1;
+    reduces = reduces || broadcast;
+    lhs.push_back((broadcast ? "z" : "i") + std::to_string(od));
+  }
+  return access("d" + port, lhs) + (reduces ? " += " : " = ");
 }
 
 void emit_mse(OpContext& ctx) {
@@ -223,7 +245,7 @@ void emit_mse(OpContext& ctx) {
   const std::vector<std::string> idx = index_names(static_cast<int64_t>(shape.size()));
   ctx.input("A");
   ctx.input("B");
-  const std::string diff = "(" + access("A", idx) + " - " + access("B", idx) + ")";
+  const std::string diff = mse_diff(ctx, shape);
   const std::string sq = diff + " * " + diff;
   if (red == Reduction::None) {
     ctx.output("Y", dt, shape);
@@ -255,11 +277,11 @@ void emit_mse_grad(OpContext& ctx) {
   std::string g = red == Reduction::None ? access("dY", idx) : "dY[]";
   if (red == Reduction::Mean)
     g += " / " + float_literal(static_cast<double>(numel(shape)));
-  const std::string diff = "(" + access("A", idx) + " - " + access("B", idx) + ")";
-  ctx.output("dA", dt, shape);
-  ctx.output("dB", dt, shape);
-  ctx.stmt(access("dA", idx) + " = 2 * " + diff + " * " + g);
-  ctx.stmt(access("dB", idx) + " = -" + access("dA", idx));
+  const std::string diff = mse_diff(ctx, shape);
+  ctx.output("dA", dt, ctx.in("A").shape);
+  ctx.output("dB", dt, ctx.in("B").shape);
+  ctx.stmt(mse_grad_lhs(ctx, "A", shape) + "2 * " + diff + " * " + g);
+  ctx.stmt(mse_grad_lhs(ctx, "B", shape) + "-2 * " + diff + " * " + g);
 }
 
 std::vector<AttrSpec> class_attrs() {
@@ -306,7 +328,7 @@ void add_loss_ops(std::vector<OpDef>& ops) {
   OpDef mse;
   mse.name = "mse_loss";
   mse.category = "loss";
-  mse.summary = "squared difference of A and B (same shapes), reduced";
+  mse.summary = "squared difference of A and B (broadcast), reduced";
   mse.inputs = {{"A"}, {"B"}};
   mse.outputs = {{"Y"}};
   mse.attrs = {{"reduction", AttrKind::String, AttrValue{std::string("mean")}, "none, mean or sum"}};

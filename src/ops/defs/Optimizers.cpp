@@ -9,6 +9,8 @@
 //   adam: g = g + wd*P;  M' = M + (g - M)*(1 - beta1);  V' = V*beta2 + (1 - beta2)*g*g;
 //         P' = P - lr/(1 - beta1^t) * M' / (sqrt(V')/sqrt(1 - beta2^t) + eps)
 //   adamw: as adam without the wd*P term, P scaled by (1 - lr*wd) first (decoupled decay).
+//   amsgrad (adam, adamw): VMax' = max(VMax, V') (VMax absent: zeros, the first step)
+//         takes V''s place in P's denominator.
 #include "ops/OpContext.h"
 #include "ops/defs/Families.h"
 
@@ -68,7 +70,10 @@ void emit_sgd(OpContext& ctx) {
 }
 
 void emit_adam(OpContext& ctx, bool decoupled) {
-  const std::vector<std::string> idx = same_shape_ports(ctx, {"P", "G", "M", "V"});
+  const std::vector<std::string> idx = same_shape_ports(ctx, {"P", "G", "M", "V", "VMax"});
+  const bool amsgrad = ctx.attr_bool("amsgrad");
+  if (ctx.has("VMax") && !amsgrad)
+    ctx.fail("input 'VMax' is given but amsgrad is 0");
   const double lr = ctx.attr_float("lr"), beta1 = ctx.attr_float("beta1");
   const double beta2 = ctx.attr_float("beta2"), eps = ctx.attr_float("eps");
   const double wd = ctx.attr_float("weight_decay");
@@ -119,8 +124,19 @@ void emit_adam(OpContext& ctx, bool decoupled) {
            lit(1 - beta1));
   ctx.stmt(V + " = " + access("V", idx) + " * " + lit(beta2) + " + " + lit(1 - beta2) + " * " +
            g + " * " + g);
+  std::string denom = V;
+  if (amsgrad) {
+    denom = access("VMax_new", idx);
+    ctx.output("VMax_new", p.dtype, p.shape);
+    if (ctx.has("VMax")) {
+      ctx.input("VMax");
+      ctx.stmt(denom + " = max(" + access("VMax", idx) + ", " + V + ")");
+    } else {
+      ctx.stmt(denom + " = " + V);
+    }
+  }
   ctx.stmt(access("P_new", idx) + " = " + param + " - " + step_size + " * " + M +
-           " / (sqrt(" + V + ") / " + bc2_sqrt + " + " + lit(eps) + ")");
+           " / (sqrt(" + denom + ") / " + bc2_sqrt + " + " + lit(eps) + ")");
 }
 
 // Y_i = G_i * min(max_norm / (total + 1e-6), 1), total = the p-norm of all elements of
@@ -218,7 +234,8 @@ void add_optimizer_ops(std::vector<OpDef>& ops) {
     op.summary = decoupled ? "AdamW step (torch.optim.AdamW): P_new, M_new, V_new"
                            : "Adam step (torch.optim.Adam): P_new, M_new, V_new";
     op.inputs = {{"P"}, {"G"}, {"M"}, {"V"}, {"Step", PortKind::Data, true}};
-    op.outputs = {{"P_new"}, {"M_new"}, {"V_new"}};
+    op.inputs.push_back({"VMax", PortKind::Data, true}); // amsgrad's running maximum of V
+    op.outputs = {{"P_new"}, {"M_new"}, {"V_new"}, {"VMax_new", PortKind::Data, true}};
     op.attrs.push_back(float_attr("lr", 1e-3, "learning rate"));
     op.attrs.push_back(float_attr("beta1", 0.9, "decay of the first moment"));
     op.attrs.push_back(float_attr("beta2", 0.999, "decay of the second moment"));
@@ -229,6 +246,8 @@ void add_optimizer_ops(std::vector<OpDef>& ops) {
     op.attrs.push_back({"t", AttrKind::Int, AttrValue{int64_t{1}},
                         "step count (from 1) when the scalar input Step is not given"});
     op.attrs.push_back(maximize_attr());
+    op.attrs.push_back({"amsgrad", AttrKind::Bool, AttrValue{int64_t{0}},
+                        "divide by the running maximum of V (VMax in, VMax_new out)"});
     op.emit = [decoupled](OpContext& ctx) { emit_adam(ctx, decoupled); };
     ops.push_back(std::move(op));
   }

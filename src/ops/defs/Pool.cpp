@@ -7,7 +7,9 @@
 // small i64 local `kflat` of the kernel's shape holding each offset's flat number
 // (`kflat[k0, k1] = k0 * K1 + k1`) and reads it in every window comprehension: it gives
 // the k's their ranges, and max_pool_grad uses the numbers to find each window's
-// first maximum (the element PyTorch routes the gradient to).
+// first maximum (the element PyTorch routes the gradient to). With return_indices,
+// max_pool also outputs that element's position, flattened over all of X as ONNX's
+// MaxPool Indices are (storage order 0: ((n * C + c) * H + h) * W + w).
 #include "ops/defs/Families.h"
 #include "ops/defs/Window.h"
 
@@ -138,8 +140,36 @@ void emit_max_pool(OpContext& ctx) {
   ctx.input("X");
   ctx.output("Y", ctx.in("X").dtype, p.out_shape);
   const std::string kflat = declare_window(ctx, p.w);
-  ctx.stmt(access("Y", concat({"n", "c"}, index_names(p.rank, "y"))) + " max= " + kflat +
-           " >= 0 ? " + window_read(p, "X", "-inf") + " : -inf");
+  const std::vector<std::string> y = concat({"n", "c"}, index_names(p.rank, "y"));
+  ctx.stmt(access("Y", y) + " max= " + kflat + " >= 0 ? " + window_read(p, "X", "-inf") +
+           " : -inf");
+  if (!ctx.attr_bool("return_indices"))
+    return;
+  // a: the window's first offset (row-major) inside X that holds the maximum; then its
+  // coordinates in X, flattened.
+  std::vector<std::string> inside;
+  for (int64_t d = 0; d < p.rank; ++d) {
+    const std::string at = forward_index(p.w, d, "y" + std::to_string(d), "k" + std::to_string(d),
+                                         p.out_sp[d], p.in_sp[d]).first;
+    inside.push_back(fmt::format("{} >= 0 && {} < {}", at, at, p.in_sp[d]));
+  }
+  ctx.local("a", DType::I64, p.out_shape);
+  ctx.stmt(access("a", y) + " min= " + conjunction(inside) + " && " + window_read(p, "X", "-inf") +
+           " == " + access("Y", y) + " ? " + kflat + " : " + std::to_string(numel(p.w.kernel)));
+  const std::vector<int64_t>& xs = ctx.in("X").shape;
+  std::vector<std::pair<std::string, int64_t>> terms;
+  int64_t stride = 1, window_stride = 1;
+  for (int64_t d = p.rank - 1; d >= 0; --d) {
+    const std::string k = fmt::format("({} // {} % {})", access("a", y), window_stride, p.w.kernel[d]);
+    const std::string h = forward_index(p.w, d, "y" + std::to_string(d), k, p.out_sp[d], p.in_sp[d]).first;
+    terms.insert(terms.begin(), {"(" + h + ")", stride});
+    stride *= p.in_sp[d];
+    window_stride *= p.w.kernel[d];
+  }
+  terms.insert(terms.begin(), {"c", stride});
+  terms.insert(terms.begin(), {"n", stride * xs[1]});
+  ctx.output("Indices", DType::I64, p.out_shape);
+  ctx.stmt(access("Indices", y) + " = " + affine(terms, 0));
 }
 
 void emit_average_pool(OpContext& ctx) {
@@ -302,7 +332,9 @@ void add_pair(std::vector<OpDef>& ops, OpDef op, std::function<void(OpContext&)>
   g.summary = "gradient of " + op.name + ": dX from X and dY";
   g.inputs = {{"X"}, {"dY"}};
   g.outputs = {{"dX"}};
-  g.attrs = op.attrs;
+  for (const AttrSpec& a : op.attrs)
+    if (a.name != "return_indices")
+      g.attrs.push_back(a);
   g.emit = std::move(grad_emit);
   op.gradient = g.name;
   ops.push_back(std::move(op));
@@ -321,6 +353,12 @@ void add_pool_ops(std::vector<OpDef>& ops) {
     op.inputs = {{"X"}};
     op.outputs = {{"Y"}};
     op.attrs = pool_attrs(average);
+    if (!average) {
+      op.outputs.push_back({"Indices", PortKind::Data, true});
+      op.attrs.push_back({"return_indices", AttrKind::Bool, AttrValue{int64_t{0}},
+                          "also output Indices: each maximum's position, flat over all of X "
+                          "(ONNX MaxPool's second output)"});
+    }
     op.emit = average ? emit_average_pool : emit_max_pool;
     add_pair(ops, std::move(op), average ? emit_average_pool_grad : emit_max_pool_grad);
   }

@@ -1,16 +1,20 @@
-// resize (ONNX Resize): nearest or linear (bilinear, trilinear, ... per resized axis)
-// interpolation of any axes, to `sizes` or by `scales`, with the coordinate transformation
-// and nearest rounding modes.
+// resize (ONNX Resize): nearest, linear (bilinear, trilinear, ... per resized axis) or
+// cubic (bicubic, ...) interpolation of any axes, to `sizes` or by `scales`, with the
+// coordinate transformation and nearest rounding modes.
 //
 // Each resized axis gets index tables in small locals of the output extent, computed in
 // f64 from the output index: the source coordinate (half_pixel: (o + 0.5) / scale - 0.5,
 // align_corners: o * (in - 1) / (out - 1), asymmetric: o / scale, pytorch_half_pixel),
 // then for nearest the rounded index, for linear the two neighbours and the weight of
 // the upper one (the coordinate clamped into [0, in - 1], which is what ONNX's edge
-// handling and PyTorch's clamping both give). The output is one comprehension gathering
-// through the tables: nearest `Y[.., y, x] = X[.., ry[y], rx[x]]`, linear the weighted
-// sum over the 2^r corners. Axes whose extent and scale stay 1:1 are read directly.
-// resize_grad scatters dY back through the same tables.
+// handling and PyTorch's clamping both give), for cubic the four neighbours floor(c) - 1
+// .. floor(c) + 2 of the unclamped coordinate, each clamped to the edge (ONNX pads with
+// edge values; PyTorch clamps), and Keys' weights with cubic_coeff_a (-0.75, as ONNX and
+// PyTorch; exclude_outside zeroes the taps outside the input and renormalises). The
+// output is one comprehension gathering through the tables: nearest `Y[.., y, x] =
+// X[.., ry[y], rx[x]]`, linear and cubic the weighted sum over the 2^r or 4^r taps. Axes
+// whose extent and scale stay 1:1 are read directly. resize_grad scatters dY back
+// through the same tables.
 #include "ops/OpContext.h"
 #include "ops/defs/Families.h"
 
@@ -19,14 +23,27 @@
 namespace unitile::ops {
 namespace {
 
-// The index tables of an instance: per axis the read index (nearest) or the two
-// neighbours and the upper one's weight (linear), as text read at output index i<d>.
+// The index tables of an instance: per axis the taps it reads, each an index text and a
+// weight text (empty: weight 1), read at output index i<d>.
+struct Tap {
+  std::string index, weight;
+};
 struct ResizePlan {
   std::vector<int64_t> out;
-  std::vector<std::string> lo, hi, weight;
-  std::vector<int64_t> resized; // the axes that change
-  bool linear = false;
+  std::vector<std::vector<Tap>> taps; // per axis: one (nearest, unresized), 2 or 4
+  std::vector<int64_t> resized;       // the axes that change
+  bool weighted = false;              // linear or cubic
 };
+
+// Keys' cubic convolution weight at distance x (text) from the tap, for |x| <= 1 (near)
+// or 1 < |x| < 2 (far).
+std::string keys_weight(const std::string& x, double a, bool near) {
+  if (near)
+    return fmt::format("(({} * {} - {}) * {} * {} + 1)", float_literal(a + 2), x,
+                       float_literal(a + 3), x, x);
+  return fmt::format("((({} * {} - {}) * {} + {}) * {} - {})", float_literal(a), x,
+                     float_literal(5 * a), x, float_literal(8 * a), x, float_literal(4 * a));
+}
 
 ResizePlan plan_resize(OpContext& ctx) {
   const TensorSpec& x = ctx.in("X");
@@ -34,9 +51,9 @@ ResizePlan plan_resize(OpContext& ctx) {
   if (rank == 0)
     ctx.fail("input 'X' must have rank 1 or more");
   const std::string mode = ctx.attr_string("mode");
-  if (mode != "nearest" && mode != "linear")
-    ctx.fail("mode must be nearest or linear, got '{}' (cubic is not supported)", mode);
-  if (mode == "linear")
+  if (mode != "nearest" && mode != "linear" && mode != "cubic")
+    ctx.fail("mode must be nearest, linear or cubic, got '{}'", mode);
+  if (mode != "nearest")
     ctx.require_float("X");
   else if (x.dtype == DType::Bool)
     ctx.fail("input 'X' must be numeric, got bool");
@@ -52,6 +69,8 @@ ResizePlan plan_resize(OpContext& ctx) {
     ctx.fail("nearest_mode must be round_prefer_floor, round_prefer_ceil, floor or ceil, got "
              "'{}'",
              nearest);
+  const double cubic_a = ctx.attr_float("cubic_coeff_a");
+  const bool exclude_outside = ctx.attr_bool("exclude_outside");
   const std::vector<double> scales_attr = ctx.attr_floats("scales");
   const std::vector<int64_t> sizes_attr = ctx.attr_ints("sizes");
   if (scales_attr.empty() == sizes_attr.empty())
@@ -81,17 +100,18 @@ ResizePlan plan_resize(OpContext& ctx) {
     }
   }
 
-  // Per axis: the read index for nearest, or the two neighbours and a weight for linear.
-  std::vector<std::string> lo(static_cast<size_t>(rank)), hi(static_cast<size_t>(rank)),
-      weight(static_cast<size_t>(rank));
-  std::vector<bool> resized(static_cast<size_t>(rank));
+  ResizePlan p;
+  p.out = out;
+  p.weighted = mode != "nearest";
+  p.taps.resize(static_cast<size_t>(rank));
+  const std::string wt = dtype_text(compute_type(x.dtype));
   for (int64_t d = 0; d < rank; ++d) {
     const std::string o = "i" + std::to_string(d);
-    resized[d] = !(out[d] == x.shape[d] && scale[d] == 1.0);
-    if (!resized[d]) {
-      lo[d] = o;
+    if (out[d] == x.shape[d] && scale[d] == 1.0) {
+      p.taps[d] = {{o, ""}};
       continue;
     }
+    p.resized.push_back(d);
     const std::string fo = "f64(" + o + ")", s = float_literal(scale[d]);
     std::string coord;
     if (ctm == "half_pixel")
@@ -104,8 +124,10 @@ ResizePlan plan_resize(OpContext& ctx) {
       coord = out[d] > 1 ? fo + " * " + float_literal(static_cast<double>(x.shape[d] - 1)) +
                                " / " + float_literal(static_cast<double>(out[d] - 1))
                          : fo + " * 0.0";
-    const std::string last = float_literal(static_cast<double>(x.shape[d] - 1));
+    const int64_t last_i = x.shape[d] - 1;
+    const std::string last = float_literal(static_cast<double>(last_i));
     const std::string table = "r" + std::to_string(d);
+    auto at = [&](const std::string& t) { return t + "[" + o + "]"; };
     if (mode == "nearest") {
       std::string rounded;
       if (nearest == "round_prefer_floor")
@@ -116,47 +138,68 @@ ResizePlan plan_resize(OpContext& ctx) {
         rounded = nearest + "(" + coord + ")";
       ctx.local(table, DType::I64, {out[d]});
       ctx.stmtf("{}[{}] = i64(min(max({}, 0), {}))", table, o, rounded, last);
-      lo[d] = table + "[" + o + "]";
+      p.taps[d] = {{at(table), ""}};
       continue;
     }
-    const std::string c = table + "c", l = table + "lo", h = table + "hi", w = table + "w";
+    if (mode == "linear") {
+      const std::string c = table + "c", l = table + "lo", h = table + "hi", w = table + "w";
+      ctx.local(c, DType::F64, {out[d]});
+      ctx.local(l, DType::I64, {out[d]});
+      ctx.local(h, DType::I64, {out[d]});
+      ctx.local(w, compute_type(x.dtype), {out[d]});
+      ctx.stmtf("{}[{}] = min(max({}, 0), {})", c, o, coord, last);
+      ctx.stmtf("{}[{}] = i64(floor({}[{}]))", l, o, c, o);
+      ctx.stmtf("{}[{}] = min({}[{}] + 1, {})", h, o, l, o, last_i);
+      ctx.stmtf("{}[{}] = {}({}[{}] - floor({}[{}]))", w, o, wt, c, o, c, o);
+      p.taps[d] = {{at(l), "(1 - " + at(w) + ")"}, {at(h), at(w)}};
+      continue;
+    }
+    // cubic: t = c - floor(c); taps floor(c) - 1 + j at distances 1 + t, t, 1 - t, 2 - t.
+    const std::string c = table + "c", b = table + "b";
     ctx.local(c, DType::F64, {out[d]});
-    ctx.local(l, DType::I64, {out[d]});
-    ctx.local(h, DType::I64, {out[d]});
-    ctx.local(w, compute_type(x.dtype), {out[d]});
-    ctx.stmtf("{}[{}] = min(max({}, 0), {})", c, o, coord, last);
-    ctx.stmtf("{}[{}] = i64(floor({}[{}]))", l, o, c, o);
-    ctx.stmtf("{}[{}] = min({}[{}] + 1, {})", h, o, l, o, x.shape[d] - 1);
-    ctx.stmtf("{}[{}] = {}({}[{}] - floor({}[{}]))", w, o, dtype_text(compute_type(x.dtype)), c,
-              o, c, o);
-    lo[d] = l + "[" + o + "]";
-    hi[d] = h + "[" + o + "]";
-    weight[d] = w + "[" + o + "]";
+    ctx.local(b, DType::I64, {out[d]});
+    ctx.stmtf("{}[{}] = {}", c, o, coord);
+    ctx.stmtf("{}[{}] = i64(floor({}[{}]))", b, o, c, o);
+    const std::string t = "(" + at(c) + " - floor(" + at(c) + "))";
+    const std::string dist[4] = {"(1 + " + t + ")", t, "(1 - " + t + ")", "(2 - " + t + ")"};
+    std::vector<std::string> ws;
+    for (int j = 0; j < 4; ++j) {
+      const std::string ij = table + "i" + std::to_string(j), wj = table + "w" + std::to_string(j);
+      const std::string tap = j == 0 ? at(b) + " - 1" : j == 1 ? at(b) : fmt::format("{} + {}", at(b), j - 1);
+      ctx.local(ij, DType::I64, {out[d]});
+      ctx.stmtf("{}[{}] = min(max({}, 0), {})", ij, o, tap, last_i);
+      ctx.local(wj, compute_type(x.dtype), {out[d]});
+      std::string weight = keys_weight(dist[j], cubic_a, j == 1 || j == 2);
+      if (exclude_outside)
+        weight = fmt::format("{} >= 0 && {} <= {} ? {} : 0", tap, tap, last_i, weight);
+      ctx.stmtf("{}[{}] = {}({})", wj, o, wt, weight);
+      ws.push_back(at(wj));
+      p.taps[d].push_back({at(ij), at(wj)});
+    }
+    if (exclude_outside) {
+      const std::string sum = table + "s";
+      ctx.local(sum, compute_type(x.dtype), {out[d]});
+      ctx.stmtf("{}[{}] = {}", sum, o, join(ws, " + "));
+      for (Tap& tp : p.taps[d])
+        tp.weight = "(" + tp.weight + " / " + at(sum) + ")";
+    }
   }
-  ResizePlan p;
-  p.out = out;
-  p.lo = lo;
-  p.hi = hi;
-  p.weight = weight;
-  p.linear = mode == "linear";
-  for (int64_t d = 0; d < rank; ++d)
-    if (resized[d])
-      p.resized.push_back(d);
   return p;
 }
 
-// The 2^r corners of the resized axes (linear): each corner's indices and weight text.
+// Every combination of one tap per resized axis: its indices and its weight text.
 std::vector<std::pair<std::vector<std::string>, std::string>> corners(const ResizePlan& p) {
-  std::vector<std::pair<std::vector<std::string>, std::string>> cs;
-  for (int64_t corner = 0; corner < (int64_t{1} << p.resized.size()); ++corner) {
-    std::vector<std::string> at = p.lo, ws;
-    for (size_t j = 0; j < p.resized.size(); ++j) {
-      const int64_t d = p.resized[j];
-      const bool upper = (corner >> j) & 1;
-      at[d] = upper ? p.hi[d] : p.lo[d];
-      ws.push_back(upper ? p.weight[d] : "(1 - " + p.weight[d] + ")");
-    }
-    cs.emplace_back(at, join(ws, " * "));
+  std::vector<std::pair<std::vector<std::string>, std::string>> cs = {{{}, ""}};
+  for (size_t d = 0; d < p.taps.size(); ++d) {
+    std::vector<std::pair<std::vector<std::string>, std::string>> next;
+    for (const auto& [idx, w] : cs)
+      for (const Tap& tap : p.taps[d]) {
+        std::vector<std::string> at = idx;
+        at.push_back(tap.index);
+        const std::string weight = w.empty() ? tap.weight : tap.weight.empty() ? w : w + " * " + tap.weight;
+        next.emplace_back(std::move(at), weight);
+      }
+    cs = std::move(next);
   }
   return cs;
 }
@@ -171,8 +214,8 @@ void emit_resize(OpContext& ctx) {
   ctx.input("X");
   ctx.output("Y", x.dtype, p.out);
   const std::string y = access("Y", index_names(static_cast<int64_t>(x.shape.size())));
-  if (!p.linear || p.resized.empty()) {
-    ctx.stmt(y + " = " + access("X", p.lo));
+  if (!p.weighted || p.resized.empty()) {
+    ctx.stmt(y + " = " + access("X", corners(p).front().first));
     return;
   }
   std::vector<std::string> terms;
@@ -202,8 +245,8 @@ void emit_resize_grad(OpContext& ctx) {
     return;
   }
   ctx.stmt(access("dX", idx) + " = 0");
-  if (!p.linear) {
-    ctx.stmt(access("dX", p.lo) + " += " + dy);
+  if (!p.weighted) {
+    ctx.stmt(access("dX", corners(p).front().first) + " += " + dy);
     return;
   }
   for (const auto& [at, w] : corners(p))
@@ -216,13 +259,13 @@ void add_resize_ops(std::vector<OpDef>& ops) {
   OpDef op;
   op.name = "resize";
   op.category = "convolution";
-  op.summary = "nearest or linear resize of any axes, to sizes or by scales (ONNX Resize)";
+  op.summary = "nearest, linear or cubic resize of any axes, to sizes or by scales (ONNX Resize)";
   op.inputs = {{"X"}};
   op.outputs = {{"Y"}};
   const AttrValue none_i{std::vector<int64_t>{}};
   const AttrValue none_f{std::vector<double>{}};
   op.attrs.push_back({"mode", AttrKind::String, AttrValue{std::string("nearest")},
-                      "nearest or linear"});
+                      "nearest, linear or cubic"});
   op.attrs.push_back({"scales", AttrKind::Floats, none_f,
                       "scale per axis (output extent floor(in * scale)); or give sizes"});
   op.attrs.push_back({"sizes", AttrKind::Ints, none_i, "output extent per axis; or give scales"});
@@ -232,6 +275,10 @@ void add_resize_ops(std::vector<OpDef>& ops) {
   op.attrs.push_back({"nearest_mode", AttrKind::String,
                       AttrValue{std::string("round_prefer_floor")},
                       "round_prefer_floor, round_prefer_ceil, floor or ceil"});
+  op.attrs.push_back({"cubic_coeff_a", AttrKind::Float, AttrValue{-0.75},
+                      "cubic: Keys' coefficient a (-0.75 as ONNX and PyTorch; -0.5 is Keys')"});
+  op.attrs.push_back({"exclude_outside", AttrKind::Bool, AttrValue{int64_t{0}},
+                      "cubic: weigh taps outside X 0 and renormalise (else they read the edge)"});
   op.emit = emit_resize;
   op.gradient = "resize_grad";
   OpDef g;
