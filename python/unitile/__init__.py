@@ -15,6 +15,7 @@ from ._devices import devices, get_default_device, set_default_device
 from ._kernels import Compiled, Comprehension, Kernel, Module, comprehension, load, loads
 from ._tensor import Tensor, from_dlpack, tensor
 from ._trace import KernelFunction, kernel
+from ._autodiff import grad, value_and_grad
 
 _NUMPY_STYLE = ["astype", "floor", "matmul", "max", "maximum", "mean", "min", "minimum", "power", "prod",
                 "reshape", "softmax", "sum", "transpose", "where"]
@@ -44,7 +45,7 @@ def __dir__():
 
 __all__ = [
     "Compiled", "Comprehension", "Error", "Kernel", "KernelFunction", "Module", "Tensor", "comprehension",
-    "devices", "from_dlpack", "get_default_device", "kernel", "load", "loads", "ops", "set_default_device",
-    "tensor", *_NUMPY_STYLE,
+    "devices", "from_dlpack", "get_default_device", "grad", "kernel", "load", "loads", "ops", "set_default_device",
+    "tensor", "value_and_grad", *_NUMPY_STYLE,
 ]
 __version__ = "0.1.0"

@@ -2,6 +2,7 @@
 // OpContext, exactly as a library op does, so retiring one means deleting its row.
 #include "graph/GraphOps.h"
 
+#include "graph/GradientOps.h"
 #include "ops/OpContext.h"
 
 #include <algorithm>
@@ -109,6 +110,8 @@ void emit_slice(OpContext& ctx) {
     const std::string i = "i" + std::to_string(y_idx.size());
     std::string e = steps[d] == 1 ? i : i + "*" + std::to_string(steps[d]);
     if (starts[d] != 0) e = std::to_string(starts[d]) + " + " + e;
+    // A bare `i` would tie i's range to X's extent; `i + 0` reads a prefix.
+    if (e == i && sizes[d] != x.shape[d]) e = i + " + 0";
     x_idx.push_back(e);
     y_idx.push_back(i);
     shape.push_back(sizes[d]);
@@ -170,13 +173,15 @@ std::vector<OpDef> build() {
                "", emit_constant});
   v.push_back({"copy", "data movement", "Y = X", {{"X"}}, {{"Y"}}, {}, "", emit_copy});
   v.push_back({"reshape", "data movement", "the elements of X in C order under a new shape", {{"X"}}, {{"Y"}},
-               {{"shape", AttrKind::Ints, std::nullopt, "the new shape; one extent may be -1"}}, "", emit_reshape});
+               {{"shape", AttrKind::Ints, std::nullopt, "the new shape; one extent may be -1"}}, "reshape_grad", emit_reshape});
   v.push_back({"slice", "data movement", "basic indexing: start, step and size per dimension", {{"X"}}, {{"Y"}},
                {ints("starts", "first index per dimension"), ints("steps", "step per dimension"),
                 ints("sizes", "elements taken per dimension"), ints("squeeze", "dimensions indexed by an integer")},
-               "", emit_slice});
+               "slice_grad", emit_slice});
   v.push_back({"transpose", "data movement", "X with its axes permuted", {{"X"}}, {{"Y"}},
                {ints("perm", "Y's axis d is X's axis perm[d]; empty reverses the axes")}, "", emit_transpose});
+  for (OpDef& op : gradient_graph_ops()) v.push_back(std::move(op));
+  std::sort(v.begin(), v.end(), [](const OpDef& a, const OpDef& b) { return a.name < b.name; });
   return v;
 }
 
