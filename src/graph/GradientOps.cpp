@@ -129,18 +129,23 @@ void emit_slice_grad(OpContext& ctx) {
   const std::vector<std::string> j = ops::index_names(static_cast<int64_t>(rank), "j");
   for (size_t d = 0; d < rank; ++d) {
     if (steps[d] == 0) ctx.fail("step 0 in dimension {}", d);
-    const std::string off = starts[d] == 0 ? j[d] : fmt::format("{} - {}", j[d], starts[d]);
+    // Y's index i reads X at start + i*step: dX[j] takes dY[(j - start) / step] where that
+    // divides exactly (with a negative step, (start - j) / -step).
+    const std::string off = steps[d] < 0 ? fmt::format("{} - {}", starts[d], j[d])
+                            : starts[d] == 0 ? j[d]
+                                             : fmt::format("{} - {}", j[d], starts[d]);
+    const int64_t step = steps[d] < 0 ? -steps[d] : steps[d];
     if (std::find(squeeze.begin(), squeeze.end(), static_cast<int64_t>(d)) != squeeze.end()) {
       conds.push_back(fmt::format("{} == {}", j[d], starts[d]));
       continue;
     }
     y_shape.push_back(sizes[d]);
-    if (steps[d] == 1) {
+    if (step == 1) {
       // A bare `j` would tie j's range to dY's extent too.
       y_idx.push_back(off == j[d] && sizes[d] != x.shape[d] ? off + " + 0" : off);
     } else {
-      conds.push_back(fmt::format("({}) % {} == 0", off, steps[d]));
-      y_idx.push_back(fmt::format("({}) // {}", off, steps[d]));
+      conds.push_back(fmt::format("({}) % {} == 0", off, step));
+      y_idx.push_back(fmt::format("({}) // {}", off, step));
     }
   }
   if (ctx.in("dY").shape != y_shape || ctx.in("dY").dtype != x.dtype)
