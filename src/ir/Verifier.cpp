@@ -465,13 +465,7 @@ private:
                 kBoolArithHint);
       return retyped(e, promote(a->type, b->type), {c, a, b}, nullptr);
     }
-    case ExprKind::Cast: {
-      // A cast literal takes the cast's type: f64(0.1) is the double 0.1, not the f32
-      // 0.1 widened (which was 1.5e-9 off).
-      Expr x = type_value(e->operands.at(0));
-      if (is_literal(x)) x = adopt(x, e->type);
-      return retyped(e, e->type, {x}, nullptr);
-    }
+    case ExprKind::Cast: return retyped(e, e->type, {type_value(e->operands.at(0))}, nullptr);
     case ExprKind::Call: return type_call(e);
     }
     UT_INTERNAL_ASSERT(false, "unhandled expression kind");
