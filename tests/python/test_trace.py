@@ -121,6 +121,17 @@ def test_indexing_slicing_transpose_reshape(device, rng):
         np.testing.assert_array_equal(g, w)
 
 
+def test_slicing_a_prefix_of_an_axis(device, rng):
+    # A slice starting at 0 that is shorter than the axis (q of a fused q/k/v projection).
+    @tl.kernel
+    def f(x):
+        return x[:, 0:2], x[:, :, :3], x[:3]
+
+    x = rng.standard_normal((4, 6, 5)).astype(np.float32)
+    for g, w in zip(f(x, device=device), (x[:, 0:2], x[:, :, :3], x[:3])):
+        np.testing.assert_array_equal(g, w)
+
+
 def test_shape_and_dtype_are_visible_while_tracing(rng):
     seen = {}
 
