@@ -1,7 +1,7 @@
 // dropout with a counter-based hash of (seed, element index), so the mask is the same on
 // every device and every run, and its backward op.
 //
-// The hash uses only i64 arithmetic that never overflows (Kernel IR has no bitwise
+// The hash uses only i64 arithmetic that never overflows (it predates Kernel IR's bitwise
 // operators, and signed overflow is undefined in C): values stay in [0, 2^32), shifts are
 // floor divisions by powers of two, and every multiplier is below 2^31, so a product is
 // below 2^63. With mix(x; a) = the steps
