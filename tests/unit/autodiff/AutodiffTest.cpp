@@ -58,6 +58,19 @@ TEST(Autodiff, ValueUsedTwiceGetsTheSumAndAnUnusedInputZeros) {
   EXPECT_EQ(g.nodes()[static_cast<size_t>(g.value(grads[1]).producer)].op, "expand");
 }
 
+TEST(Autodiff, AddPassesItsCotangentThrough) {
+  Graph g;
+  const ValueId x = g.add_input("X", f32({2, 3})), b = g.add_input("B", f32({3}));
+  const ValueId y = g.add_node("add", {x, b}, {}, "")[0];
+  const ValueId loss = g.add_node("reduce_sum", {g.add_node("tanh", {y}, {}, "")[0]}, {{"keepdims", int64_t{0}}}, "")[0];
+  const size_t forward = g.nodes().size();
+  const std::vector<ValueId> grads = append_gradients(g, loss, {x, b});
+  // dX is tanh's vjp output itself; only the broadcast B needs a node (a sum over rows).
+  EXPECT_THAT(ops_after(g, forward), ::testing::ElementsAre("constant", "vjp", "vjp", "vjp"));
+  EXPECT_EQ(g.nodes()[static_cast<size_t>(g.value(grads[0]).producer)].attrs.at("op"), ops::AttrValue{std::string("tanh")});
+  EXPECT_EQ(std::get<std::string>(g.nodes().back().attrs.at("wrt")), "B");
+}
+
 TEST(Autodiff, SeedAndIndexInputs) {
   Graph g;
   const ValueId idx = g.add_input("Idx", {DType::I64, {2}});
