@@ -40,6 +40,11 @@ public:
   /// output values, in port order.
   std::vector<ValueId> add_node(const std::string& op, const std::vector<ValueId>& inputs,
                                 const ops::Attrs& attrs, const std::string& where);
+  /// The same, with each input bound to a port by name: an optional port may be left out
+  /// before a given one (layernorm_grad's dY without Scale); a variadic port X is bound
+  /// as X0, X1, .... Ports are taken in the order given.
+  std::vector<ValueId> add_node_ports(const std::string& op, const std::vector<std::pair<std::string, ValueId>>& inputs,
+                                      const ops::Attrs& attrs, const std::string& where);
   void set_outputs(std::vector<ValueId> outputs) { outputs_ = std::move(outputs); }
 
   const Value& value(ValueId v) const { return values_.at(static_cast<size_t>(v)); }
