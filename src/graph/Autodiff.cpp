@@ -80,11 +80,12 @@ private:
     return ops::PortKind::Data;
   }
 
+  // Types are copied, never referenced: adding a node may move the graph's values.
   ValueId seed_value(ValueId loss, std::optional<ValueId> seed) {
-    const ops::TensorSpec& lt = g_.value(loss).type;
+    const ops::TensorSpec lt = g_.value(loss).type;
     ValueId s;
     if (seed) {
-      const ops::TensorSpec& st = g_.value(*seed).type;
+      const ops::TensorSpec st = g_.value(*seed).type;
       if (st.dtype != lt.dtype || ops::numel(st.shape) != 1)
         throw UserError(fmt::format("error: the seed must be a single {} value like the loss, got {}{}",
                                     dtype_name(lt.dtype), dtype_name(st.dtype), ops::shape_text(st.shape)));
@@ -107,7 +108,7 @@ private:
     return terms.front();
   }
 
-  ValueId zeros(const ops::TensorSpec& t, const std::string& where) {
+  ValueId zeros(ops::TensorSpec t, const std::string& where) {
     const ValueId z = g_.add_node("constant", {}, {{"value", 0.0}, {"dtype", std::string(dtype_name(t.dtype))}}, where)[0];
     if (t.shape.empty()) return z;
     return g_.add_node("expand", {z}, {{"shape", t.shape}}, where)[0];
