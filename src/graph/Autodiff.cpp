@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 
 namespace unitile::graph {
 
@@ -112,6 +113,25 @@ private:
     return g_.add_node("expand", {z}, {{"shape", t.shape}}, where)[0];
   }
 
+  /// The forward output whose cotangent the VJP kernel copies unchanged into its output
+  /// `grad` (`dA[i, j] = dC[i, j]`), if it does.
+  static std::optional<std::string> passed_through(const VjpKernel& vjp, const std::string& grad) {
+    const Comprehension* def = nullptr;
+    for (const Comprehension& c : vjp.kernel().body)
+      if (c.output == grad) {
+        if (def) return std::nullopt;
+        def = &c;
+      }
+    if (!def || def->reduce != ReduceKind::Assign || def->is_indirect_store()) return std::nullopt;
+    const Expr& v = def->value;
+    if (v->kind != ExprKind::Access || v->guard || v->operands.size() != def->indices.size()) return std::nullopt;
+    for (size_t d = 0; d < def->indices.size(); ++d)
+      if (v->operands[d]->kind != ExprKind::Var || v->operands[d]->name != def->indices[d]) return std::nullopt;
+    for (const auto& [out, name] : vjp.cotangent_inputs)
+      if (name == v->name) return out;
+    return std::nullopt;
+  }
+
   std::map<std::string, ValueId> differentiate(const Node& n, const std::vector<std::pair<std::string, ValueId>>& cots,
                                                const std::vector<std::string>& wrt_ports) {
     const ops::OpDef& op = graph_op(n.op);
@@ -134,9 +154,20 @@ private:
     const VjpDerivation d = derive_vjp(inst.kernel(), req);
     std::map<std::string, ValueId> grads;
     if (d.vjp) {
+      // A gradient that is a cotangent as it is (add's, a copy's) is that value: no node.
+      std::vector<std::string> computed;
+      for (const std::string& port : wrt_ports) {
+        if (const std::optional<std::string> out = passed_through(*d.vjp, d.vjp->gradient_outputs.at(port))) {
+          for (const auto& [cport, v] : cots)
+            if (cport == *out && g_.value(v).type == specs.at(port)) grads[port] = v;
+          if (grads.count(port)) continue;
+        }
+        computed.push_back(port);
+      }
+      if (computed.empty()) return grads;
       const std::vector<ValueId> gs =
-          g_.add_node("vjp", ins, vjp_attrs(n.op, n.attrs, in_ports, cot_ports, wrt_ports), n.where);
-      for (size_t j = 0; j < wrt_ports.size(); ++j) grads[wrt_ports[j]] = gs[j];
+          g_.add_node("vjp", ins, vjp_attrs(n.op, n.attrs, in_ports, cot_ports, computed), n.where);
+      for (size_t j = 0; j < computed.size(); ++j) grads[computed[j]] = gs[j];
       return grads;
     }
     if (op.gradient.empty())
