@@ -160,6 +160,15 @@ CASES = [
     Case("gather_elements", lambda x, i: tl.gather_elements(x, i, axis=1), [((2, 3), "n"), ((2, 2), "i3")]),
     Case("gather_nd", lambda x, i: tl.gather_nd(x, i), [((3, 2), "n"), ((2, 1), "i3")]),
     Case("index_select", lambda x, i: tl.index_select(x, i, dim=0), [((3, 2), "n"), ((4,), "i3")]),
+    # scatters: one update per row (reduction none: no position written twice), or add
+    Case("scatter_elements", lambda x, i, u: tl.scatter_elements(x, i, u, axis=1),
+         [((2, 4), "n"), ((2, 1), "i4"), ((2, 1), "n")]),
+    Case("scatter_elements_add", lambda x, i, u: tl.scatter_elements(x, i, u, axis=0, reduction="add"),
+         [((3, 2), "n"), ((4, 2), "i3"), ((4, 2), "n")], op="scatter_elements"),
+    Case("scatter_nd", lambda x, i, u: tl.scatter_nd(x, i, u), [((4, 3), "n"), ((1, 1), "i4"), ((1, 3), "n")]),
+    Case("scatter_nd_add", lambda x, i, u: tl.scatter_nd(x, i, u, reduction="add"),
+         [((4, 3), "n"), ((3, 1), "i4"), ((3, 3), "n")], op="scatter_nd"),
+    U("topk", (2, 5), "perm", k=2),
     # --- convolution and pooling ---------------------------------------------------------
     Case("conv", lambda x, w, b: tl.conv(x, w, b, pads=[1, 0]), [((1, 2, 4), "n"), ((3, 2, 2), "n"), ((3,), "n")]),
     Case("conv_transpose", lambda x, w: tl.conv_transpose(x, w, strides=[2]), [((1, 2, 3), "n"), ((2, 1, 2), "n")]),
