@@ -246,7 +246,9 @@ def _true_divide(a, b):
 
 
 def _int_floordiv(a, b):
-    _fail("// on integer tensors is not supported yet; divide floats and use tl.floor")
+    # Python's floor division: the library's integer div truncates and its mod takes the
+    # divisor's sign, so a - mod(a, b) is an exact multiple of b and dividing it floors.
+    return _binary("div", _binary("sub", a, _binary("mod", a, b)), b)
 
 
 def _index(x, key):

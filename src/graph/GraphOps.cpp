@@ -108,7 +108,9 @@ void emit_slice(OpContext& ctx) {
     }
     const std::string i = "i" + std::to_string(y_idx.size());
     std::string e = steps[d] == 1 ? i : i + "*" + std::to_string(steps[d]);
-    if (starts[d] != 0) e = std::to_string(starts[d]) + " + " + e;
+    // A bare `i` would tie Y's extent to X's: a prefix of a longer axis reads X[0 + i].
+    if (starts[d] != 0 || (steps[d] == 1 && sizes[d] != x.shape[d]))
+      e = std::to_string(starts[d]) + " + " + e;
     x_idx.push_back(e);
     y_idx.push_back(i);
     shape.push_back(sizes[d]);

@@ -3,6 +3,8 @@
 
 #include "runtime/DeviceRegistry.h"
 #include "runtime/KernelCache.h"
+#include "tune/TuningDatabase.h"
+#include "tune/TunedLookup.h"
 
 #include <map>
 #include <mutex>
@@ -19,7 +21,12 @@ std::shared_ptr<PyDevice> device_named(const std::string& name) {
   static auto cache = std::make_shared<KernelCache>(KernelCache::default_dir());
   std::lock_guard lock(mu);
   if (auto it = opened.find(name); it != opened.end()) return it->second;
-  auto d = std::make_shared<PyDevice>(PyDevice{name, std::make_shared<Session>(open_device(name), cache)});
+  auto session = std::make_shared<Session>(open_device(name), cache);
+  // As for `unitile run`: the best schedule recorded by `unitile tune` for a kernel's
+  // tuning key (the database of $UNITILE_TUNING_DB or the cache dir) before the
+  // auto-scheduler's.
+  session->set_schedule_lookup(tuning_database_lookup(TuningDatabase::default_path()));
+  auto d = std::make_shared<PyDevice>(PyDevice{name, std::move(session)});
   opened.emplace(name, d);
   return d;
 }

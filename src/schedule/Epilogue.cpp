@@ -109,8 +109,8 @@ struct Fuser {
     }
     if (s->kind == StmtKind::For && writes(s, output) && !reads(s, output)) {
       // A nest that only stores the output (a register tile's write-back): if every
-      // loop of it moves the index, store the tile, then map it in place on the last
-      // visit, so the tile's registers are read as whole vectors.
+      // loop of it moves the index, store the map of the tile on the last visit (the
+      // same nest, so the registers are read as whole vectors) and the tile otherwise.
       const StmtNode* st = only_store(s);
       bool own_revisit = !st;
       if (st)
@@ -120,14 +120,15 @@ struct Fuser {
           own_revisit |= !moves;
         }
       if (!own_revisit) {
+        // On the last visit the tile's values are final: store g of them directly.
         Stmt mapped = mutate(s, [&](const Stmt& x) -> Stmt {
           if (x->kind != StmtKind::Store || x->buffer != output) return x;
           auto n = std::make_shared<StmtNode>(*x);
-          n->value = map_at(x->indices, access(output, x->indices, dtype));
+          n->value = map_at(x->indices, x->value);
           return n;
         });
         Expr last = last_visit(st->indices, loops);
-        return last ? if_then(last, block({s, mapped}), s) : block({s, mapped});
+        return last ? if_then(last, mapped, s) : mapped;
       }
     }
     if (s->kind == StmtKind::For) loops.push_back(s.get());

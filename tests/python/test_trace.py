@@ -93,6 +93,21 @@ def test_dtype_promotion_like_numpy(rng):
     np.testing.assert_allclose(j, a / a)
 
 
+def test_integer_floor_division_and_modulo_like_python(device):
+    @tl.kernel
+    def f(a, b):
+        return a // b, a % b, a // 3, 7 // b
+
+    a = np.array([7, -7, 7, -7, 6, -6, 0, 1], np.int32)
+    b = np.array([2, 2, -2, -2, 3, 3, 5, -4], np.int32)
+    q, r, q3, r7 = f(a, b, device=device)
+    assert q.dtype == np.int32
+    np.testing.assert_array_equal(q, a // b)
+    np.testing.assert_array_equal(r, a % b)
+    np.testing.assert_array_equal(q3, a // 3)
+    np.testing.assert_array_equal(r7, 7 // b)
+
+
 def test_indexing_slicing_transpose_reshape(device, rng):
     @tl.kernel
     def f(x):
@@ -103,6 +118,17 @@ def test_indexing_slicing_transpose_reshape(device, rng):
     want = (x[1], x[:, ::2], x[..., -1], x[None, 1:3, 2], x.T, x.reshape(2, -1), x.transpose(1, 0)[0])
     for g, w in zip(got, want):
         assert g.shape == w.shape
+        np.testing.assert_array_equal(g, w)
+
+
+def test_slicing_a_prefix_of_an_axis(device, rng):
+    # A slice starting at 0 that is shorter than the axis (q of a fused q/k/v projection).
+    @tl.kernel
+    def f(x):
+        return x[:, 0:2], x[:, :, :3], x[:3]
+
+    x = rng.standard_normal((4, 6, 5)).astype(np.float32)
+    for g, w in zip(f(x, device=device), (x[:, 0:2], x[:, :, :3], x[:3])):
         np.testing.assert_array_equal(g, w)
 
 
