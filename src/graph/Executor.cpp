@@ -38,6 +38,7 @@ GraphExecutor::GraphExecutor(Session& session, Graph g, ExecutorOptions opts)
     GroupKernel k;
     k.source = graph_kernel(group_graph(graph_, partition_.groups[i]), fmt::format("{}_k{}", opts_.name, i));
     k.compiled = session_.compile(k.source.kernel(), {});
+    for (ValueId v : partition_.groups[i].outputs) k.output_buffers.push_back(plan_.buffer_of(v));
     kernels_.push_back(std::move(k));
   }
   for (size_t bytes : plan_.buffer_bytes)
@@ -67,7 +68,7 @@ std::vector<DeviceTensor> GraphExecutor::run(const std::vector<DeviceTensor>& in
       in.emplace(k.source.inputs[i], *t);
     }
     for (size_t i = 0; i < group.outputs.size(); ++i) {
-      const int b = plan_.buffer_of(group.outputs[i]);
+      const int b = k.output_buffers[i];
       if (b < 0) continue;
       const ops::TensorSpec& type = graph_.value(group.outputs[i]).type;
       into.emplace(k.source.outputs[i], DeviceTensor{type.dtype, type.shape, buffers_[static_cast<size_t>(b)]});

@@ -45,6 +45,7 @@ private:
   struct GroupKernel {
     GraphKernel source; // the group's kernel; inputs/outputs name the group's values in order
     std::shared_ptr<const CompiledKernel> compiled;
+    std::vector<int> output_buffers; // per group output: its planned buffer, or -1
   };
 
   Session& session_;

@@ -46,6 +46,7 @@ namespace {
 struct Building {
   std::vector<size_t> nodes;
   std::set<int> reads_from; // groups it reads values of
+  std::set<ValueId> reads;  // every value its nodes read
   bool contraction = false, reduction = false, opaque = false;
   std::string why;
 };
@@ -76,6 +77,14 @@ public:
             target = grp;
             break;
           }
+        // Else a sibling: the latest group of maps and reductions that reads one of the
+        // same values, so the value is read by one kernel instead of two. Only recent
+        // groups are looked at, which keeps the pass linear in the graph.
+        constexpr int kSiblingWindow = 32;
+        const int newest = static_cast<int>(groups_.size()) - 1;
+        for (int grp = newest; target < 0 && grp >= 0 && grp > newest - kSiblingWindow; --grp)
+          if (!groups_[static_cast<size_t>(grp)].contraction && reads_any(grp, n) && can_join(grp, n, cls, producers))
+            target = grp;
       }
       if (target < 0) {
         target = static_cast<int>(groups_.size());
@@ -93,6 +102,7 @@ public:
       b.reduction = b.reduction || cls == FusionClass::Reduction;
       b.opaque = b.opaque || cls == FusionClass::Opaque;
       group_of_[n] = target;
+      for (const auto& [port, v] : g_.nodes()[n].inputs) b.reads.insert(v);
       for (int p : producer_groups(n))
         if (p != target) b.reads_from.insert(p);
     }
@@ -109,6 +119,13 @@ private:
       if (std::find(out.begin(), out.end(), grp) == out.end()) out.push_back(grp);
     }
     return out;
+  }
+
+  bool reads_any(int grp, size_t n) const {
+    const Building& b = groups_[static_cast<size_t>(grp)];
+    for (const auto& [port, v] : g_.nodes()[n].inputs)
+      if (b.reads.count(v)) return true;
+    return false;
   }
 
   // Whether group `from` reads (directly or through other groups) a value of `target`.

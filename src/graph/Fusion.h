@@ -8,6 +8,8 @@
 //   - a contraction (matmul, gemm, linear) starts its own group and takes the
 //     elementwise ops that follow it as an epilogue, but only while the value they read
 //     has that one reader (a GEMM result read by several groups is materialised once);
+//   - a map or reduction that can join no producer's group joins the latest group of
+//     maps and reductions that reads one of the same values (siblings share the read);
 //   - every other op (attention, convolution, pooling, indexing, optimizers, backward
 //     ops of those) is a group of its own;
 //   - nodes are never duplicated, so nothing is recomputed; a group never waits on a
