@@ -9,12 +9,14 @@ the NumPy-style functions below take NumPy's arguments. Inside ``@tl.kernel`` th
 operations; on arrays they run at once as a one-op kernel.
 """
 
-from . import _core, _trace
+from . import _core, _trace, optim
 from ._core import Error
 from ._devices import devices, get_default_device, set_default_device
 from ._kernels import Compiled, Comprehension, Kernel, Module, comprehension, load, loads
+from ._profile import Profile, ProfileEvent, profile
 from ._tensor import Tensor, from_dlpack, tensor
 from ._trace import KernelFunction, kernel
+from ._train import TrainStep
 
 _NUMPY_STYLE = ["astype", "floor", "matmul", "max", "maximum", "mean", "min", "minimum", "power", "prod",
                 "reshape", "softmax", "sum", "transpose", "where"]
@@ -43,8 +45,8 @@ def __dir__():
 
 
 __all__ = [
-    "Compiled", "Comprehension", "Error", "Kernel", "KernelFunction", "Module", "Tensor", "comprehension",
-    "devices", "from_dlpack", "get_default_device", "kernel", "load", "loads", "ops", "set_default_device",
-    "tensor", *_NUMPY_STYLE,
+    "Compiled", "Comprehension", "Error", "Kernel", "KernelFunction", "Module", "Profile", "ProfileEvent", "Tensor",
+    "TrainStep", "comprehension", "devices", "from_dlpack", "get_default_device", "kernel", "load", "loads", "ops",
+    "optim", "profile", "set_default_device", "tensor", *_NUMPY_STYLE,
 ]
 __version__ = "0.1.0"

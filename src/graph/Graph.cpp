@@ -49,6 +49,14 @@ std::vector<ValueId> Graph::add_node(const std::string& op_name, const std::vect
     n.where = where;
     std::map<std::string, ops::TensorSpec> specs;
     for (size_t i = 0; i < inputs.size(); ++i) {
+      if (inputs[i] == kAbsent) {
+        const ops::Port* port = nullptr;
+        for (const ops::Port& p : op.inputs)
+          if (p.name == ports[i]) port = &p;
+        if (port == nullptr || !port->optional)
+          throw UserError(fmt::format("error: op:{}: input '{}' is not optional", op_name, ports[i]));
+        continue;
+      }
       UT_INTERNAL_ASSERT(inputs[i] >= 0 && static_cast<size_t>(inputs[i]) < values_.size(), "unknown graph value");
       n.inputs.emplace_back(ports[i], inputs[i]);
       specs[ports[i]] = values_[static_cast<size_t>(inputs[i])].type;

@@ -3,6 +3,7 @@
 // are instantiated and typed exactly like traced ones.
 #include "graph/GraphText.h"
 
+#include "ir/Diagnostic.h"
 #include "ir/Lexer.h"
 #include "ops/OpLibrary.h"
 
@@ -74,6 +75,23 @@ std::vector<std::string> value_names(const Graph& g, const std::vector<size_t>& 
   return names;
 }
 
+namespace {
+
+// The op's input ports in order, a variadic one expanded far enough for `count` inputs.
+std::vector<std::string> port_names(const ops::OpDef& op, size_t count) {
+  std::vector<std::string> out;
+  for (const ops::Port& p : op.inputs) {
+    if (!p.variadic) {
+      out.push_back(p.name);
+      continue;
+    }
+    for (size_t k = 0; out.size() < count || k == 0; ++k) out.push_back(p.name + std::to_string(k));
+  }
+  return out;
+}
+
+} // namespace
+
 std::string print_graph(const Graph& g, const std::string& name, const GraphPrintOptions& opts) {
   std::vector<size_t> order = opts.order;
   if (order.empty())
@@ -95,7 +113,17 @@ std::string print_graph(const Graph& g, const std::string& name, const GraphPrin
       results.push_back(name_of(v));
       types.push_back(type_text(g.value(v).type));
     }
-    for (const auto& [port, v] : node.inputs) args.push_back(name_of(v));
+    // Positional: an optional port left out before a given one prints as `_`.
+    const std::vector<std::string> ports = port_names(op, node.inputs.size());
+    size_t next = 0;
+    for (const std::string& port : ports) {
+      if (next == node.inputs.size()) break;
+      if (node.inputs[next].first == port)
+        args.push_back(name_of(node.inputs[next++].second));
+      else
+        args.push_back("_");
+    }
+    UT_INTERNAL_ASSERT(next == node.inputs.size(), "a node's input ports are not in the op's port order");
     for (const ops::AttrSpec& spec : op.attrs) {
       auto it = node.attrs.find(spec.name);
       if (it == node.attrs.end()) continue;
@@ -137,6 +165,7 @@ public:
     if (!accept(TokenKind::RParen)) {
       do {
         const Token name = expect(TokenKind::Ident, "an input name");
+        if (name.text == "_") fail(name, "'_' stands for a left-out optional input and cannot name a graph input");
         if (values_.count(name.text)) fail(name, fmt::format("graph input '{}' is given twice", name.text));
         expect(TokenKind::Colon, fmt::format("':' and a type after input '{}'", name.text));
         const ops::TensorSpec type = parse_type();
@@ -324,8 +353,14 @@ private:
     const Token open = expect(TokenKind::LParen, fmt::format("'(' after '{}'", op_tok.text));
     std::vector<ValueId> inputs;
     if (!accept(TokenKind::RParen)) {
-      do inputs.push_back(parse_value_ref());
-      while (accept(TokenKind::Comma));
+      do {
+        if (at(TokenKind::Ident) && tok_.text == "_") {
+          take();
+          inputs.push_back(kAbsent); // an optional port left out (add_node checks it is optional)
+        } else {
+          inputs.push_back(parse_value_ref());
+        }
+      } while (accept(TokenKind::Comma));
       expect_close(TokenKind::RParen, open);
     }
     check_arity(*op, op_tok, inputs.size());

@@ -9,7 +9,8 @@
 //   }
 //
 // Graph inputs are named by identifiers, node results by `%NAME`. Inputs bind to the
-// op's ports in order (a variadic port takes the rest). The `: TYPE, ...` after a node
+// op's ports in order (a variadic port takes the rest); `_` leaves out an optional port
+// so that a later one can be given (`layernorm(x, _, b)`). The `: TYPE, ...` after a node
 // is optional when parsing; when present it must equal the type the op instantiation
 // gives. `//` starts a comment; the fusion and memory-plan printers use comment lines.
 #pragma once

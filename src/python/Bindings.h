@@ -66,6 +66,8 @@ void bind_devices(nb::module_& m);
 void bind_arrays(nb::module_& m);
 void bind_kernels(nb::module_& m);
 void bind_graphs(nb::module_& m);
+void bind_train(nb::module_& m);
+void bind_profile(nb::module_& m);
 
 /// Wrap every kernel of a verified module.
 std::vector<std::shared_ptr<PyKernel>> kernels_of(Module m);

@@ -15,4 +15,6 @@ NB_MODULE(_core, m) {
   unitile::python::bind_arrays(m);
   unitile::python::bind_kernels(m);
   unitile::python::bind_graphs(m);
+  unitile::python::bind_train(m);
+  unitile::python::bind_profile(m);
 }

@@ -2,6 +2,9 @@
 // dampening, weight decay, nesterov), adam and adamw (PyTorch's formulas, step count from
 // an attribute or a scalar input), and clip_grad_norm over any number of gradients.
 //
+// The learning rate is the attribute `lr`, or the optional scalar input `Lr`, which
+// replaces the attribute: a schedule then changes it every step without a new kernel.
+//
 // The formulas follow torch.optim's single-tensor code paths, so a training loop built on
 // these ops reproduces PyTorch's numbers (g starts as G, or -G with maximize):
 //   sgd:  g = g + wd*P;  M' = M*momentum + (1 - dampening)*g (M' = g on the first step,
@@ -30,6 +33,20 @@ std::vector<std::string> same_shape_ports(const OpContext& ctx,
 
 std::string lit(double v) { return float_literal(v); }
 
+// The learning rate as an expression in the compute type of `dtype`: the scalar input Lr
+// when given (any float dtype, converted), else the attribute lr as a literal.
+std::string learning_rate(OpContext& ctx, DType dtype) {
+  if (!ctx.has("Lr"))
+    return lit(ctx.attr_float("lr"));
+  const TensorSpec& lr = ctx.in("Lr");
+  if (!lr.shape.empty() || !is_float(lr.dtype))
+    ctx.fail("input 'Lr' must be a float scalar (shape []), got {} {}", dtype_text(lr.dtype),
+             shape_text(lr.shape));
+  ctx.input("Lr");
+  const DType ct = compute_type(dtype);
+  return lr.dtype == ct ? "Lr[]" : dtype_text(ct) + "(Lr[])";
+}
+
 void emit_sgd(OpContext& ctx) {
   const std::vector<std::string> idx = same_shape_ports(ctx, {"P", "G", "M"});
   const double lr = ctx.attr_float("lr"), momentum = ctx.attr_float("momentum");
@@ -48,6 +65,7 @@ void emit_sgd(OpContext& ctx) {
   const std::string P = access("P", idx), G = access("G", idx);
   ctx.input("P");
   ctx.input("G");
+  const std::string rate = learning_rate(ctx, p.dtype);
   std::string g = ctx.attr_bool("maximize") ? "(-" + G + ")" : G;
   if (wd != 0)
     g = "(" + g + " + " + lit(wd) + " * " + P + ")";
@@ -64,7 +82,7 @@ void emit_sgd(OpContext& ctx) {
     g = nesterov ? "(" + g + " + " + lit(momentum) + " * " + M + ")" : M;
   }
   ctx.output("P_new", p.dtype, p.shape);
-  ctx.stmt(access("P_new", idx) + " = " + P + " - " + lit(lr) + " * " + g);
+  ctx.stmt(access("P_new", idx) + " = " + P + " - " + rate + " * " + g);
 }
 
 void emit_adam(OpContext& ctx, bool decoupled) {
@@ -78,6 +96,7 @@ void emit_adam(OpContext& ctx, bool decoupled) {
     ctx.fail("beta1 and beta2 must be in [0, 1) (got {}, {})", beta1, beta2);
   const TensorSpec& p = ctx.in("P");
   const DType ct = compute_type(p.dtype);
+  const std::string rate = learning_rate(ctx, p.dtype);
   // The bias corrections: literals from the attribute t, or computed from the scalar
   // input Step (so one compiled kernel serves every step).
   std::string step_size, bc2_sqrt; // lr / (1 - beta1^t), sqrt(1 - beta2^t)
@@ -88,14 +107,15 @@ void emit_adam(OpContext& ctx, bool decoupled) {
                dtype_text(step.dtype), shape_text(step.shape));
     ctx.input("Step");
     const std::string t = dtype_text(ct) + "(Step[])";
-    step_size = lit(lr) + " / (1 - pow(" + lit(beta1) + ", " + t + "))";
+    step_size = "(" + rate + " / (1 - pow(" + lit(beta1) + ", " + t + ")))";
     bc2_sqrt = "sqrt(1 - pow(" + lit(beta2) + ", " + t + "))";
   } else {
     const int64_t t = ctx.attr_int("t");
     if (t < 1)
       ctx.fail("the step count t must be at least 1, got {}", t);
     // Folded here: `lr / bc1` of two literals would be computed in f32.
-    step_size = lit(lr / (1 - std::pow(beta1, static_cast<double>(t))));
+    const double bc1 = 1 - std::pow(beta1, static_cast<double>(t));
+    step_size = ctx.has("Lr") ? "(" + rate + " / " + lit(bc1) + ")" : lit(lr / bc1);
     bc2_sqrt = lit(std::sqrt(1 - std::pow(beta2, static_cast<double>(t))));
   }
   for (const char* port : {"P", "G", "M", "V"})
@@ -107,7 +127,8 @@ void emit_adam(OpContext& ctx, bool decoupled) {
   std::string param = P;
   if (wd != 0) {
     if (decoupled)
-      param = "(" + P + " * " + lit(1 - lr * wd) + ")";
+      param = ctx.has("Lr") ? "(" + P + " * (1 - " + rate + " * " + lit(wd) + "))"
+                            : "(" + P + " * " + lit(1 - lr * wd) + ")";
     else
       g = "(" + g + " + " + lit(wd) + " * " + P + ")";
   }
@@ -201,9 +222,9 @@ void add_optimizer_ops(std::vector<OpDef>& ops) {
   sgd.name = "sgd";
   sgd.category = "optimizer";
   sgd.summary = "SGD step (torch.optim.SGD): P_new and, with momentum, M_new";
-  sgd.inputs = {{"P"}, {"G"}, {"M", PortKind::Data, true}};
+  sgd.inputs = {{"P"}, {"G"}, {"M", PortKind::Data, true}, {"Lr", PortKind::Data, true}};
   sgd.outputs = {{"P_new"}, {"M_new"}};
-  sgd.attrs.push_back(float_attr("lr", 1e-3, "learning rate"));
+  sgd.attrs.push_back(float_attr("lr", 1e-3, "learning rate (unused when the input Lr is given)"));
   sgd.attrs.push_back(float_attr("momentum", 0.0, "momentum factor"));
   sgd.attrs.push_back(float_attr("dampening", 0.0, "dampening of the momentum"));
   sgd.attrs.push_back(float_attr("weight_decay", 0.0, "L2 penalty"));
@@ -217,9 +238,11 @@ void add_optimizer_ops(std::vector<OpDef>& ops) {
     op.category = "optimizer";
     op.summary = decoupled ? "AdamW step (torch.optim.AdamW): P_new, M_new, V_new"
                            : "Adam step (torch.optim.Adam): P_new, M_new, V_new";
-    op.inputs = {{"P"}, {"G"}, {"M"}, {"V"}, {"Step", PortKind::Data, true}};
+    op.inputs = {{"P"}, {"G"}, {"M"}, {"V"}, {"Step", PortKind::Data, true},
+                 {"Lr", PortKind::Data, true}};
     op.outputs = {{"P_new"}, {"M_new"}, {"V_new"}};
-    op.attrs.push_back(float_attr("lr", 1e-3, "learning rate"));
+    op.attrs.push_back(
+        float_attr("lr", 1e-3, "learning rate (unused when the input Lr is given)"));
     op.attrs.push_back(float_attr("beta1", 0.9, "decay of the first moment"));
     op.attrs.push_back(float_attr("beta2", 0.999, "decay of the second moment"));
     op.attrs.push_back(float_attr("eps", 1e-8, "added to the denominator"));

@@ -1,0 +1,73 @@
+// Optimizers as graph nodes: a configuration (SGD with momentum, Adam, AdamW), the state
+// tensors it keeps per parameter, and the update of one parameter appended to a graph as
+// one library op call (sgd, adam, adamw) whose learning rate and step count are scalar
+// graph inputs, so every step runs the same compiled code.
+#pragma once
+
+#include "graph/Graph.h"
+#include "train/LrSchedule.h"
+
+#include <string>
+#include <vector>
+
+namespace unitile::train {
+
+enum class OptimizerKind { Sgd, Adam, AdamW };
+
+struct OptimizerConfig {
+  OptimizerKind kind = OptimizerKind::AdamW;
+  LrSchedule lr = LrSchedule::constant(1e-3);
+  // SGD (torch.optim.SGD's meaning)
+  double momentum = 0;
+  double dampening = 0;
+  bool nesterov = false;
+  // Adam and AdamW (torch.optim.Adam / AdamW)
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double eps = 1e-8;
+  /// SGD and Adam: an L2 penalty added to the gradient; AdamW: decoupled decay
+  /// (the parameter is scaled by 1 - lr * weight_decay before the update).
+  double weight_decay = 0;
+
+  static OptimizerConfig sgd(LrSchedule lr, double momentum = 0, double weight_decay = 0,
+                             bool nesterov = false, double dampening = 0);
+  static OptimizerConfig adam(LrSchedule lr, double beta1 = 0.9, double beta2 = 0.999,
+                              double eps = 1e-8, double weight_decay = 0);
+  static OptimizerConfig adamw(LrSchedule lr, double beta1 = 0.9, double beta2 = 0.999,
+                               double eps = 1e-8, double weight_decay = 1e-2);
+
+  /// A UserError naming the bad setting (the ops check them again when instantiated).
+  void check() const;
+  /// The library op doing one update: "sgd", "adam" or "adamw".
+  std::string op_name() const;
+  /// The state kept per parameter, in the order the update takes and returns it:
+  /// {"momentum"} for SGD with momentum, {} without, {"m", "v"} for Adam and AdamW.
+  /// Every state tensor has the parameter's dtype and shape and starts at zero.
+  std::vector<std::string> state_names() const;
+  /// Whether the first update differs from the others in more than its inputs: SGD with
+  /// momentum and dampening starts its buffer at the undamped gradient (as torch does),
+  /// which a zero buffer cannot give, so the first update is a graph of its own.
+  bool first_update_differs() const;
+  std::string describe() const;
+};
+
+/// The per-step scalars every update reads: the learning rate (f64) and the number of
+/// the update, counting from 1 (i64).
+struct StepScalars {
+  graph::ValueId lr = -1;
+  graph::ValueId step = -1;
+};
+
+/// Values produced by one parameter's update.
+struct Update {
+  graph::ValueId param = -1;
+  std::vector<graph::ValueId> state; // state_names() order
+};
+
+/// Append to `g` the update of `param` by `grad` with its `state` (state_names() order).
+/// With `first_update` and first_update_differs(), the update that has no state yet.
+Update append_update(graph::Graph& g, const OptimizerConfig& config, graph::ValueId param,
+                     graph::ValueId grad, const std::vector<graph::ValueId>& state,
+                     const StepScalars& scalars, bool first_update, const std::string& where);
+
+} // namespace unitile::train

@@ -1,0 +1,333 @@
+// The training step: building its graph (forward, gradients, clipping, updates) and
+// running it on a TrainState.
+#include "train/TrainStep.h"
+
+#include "graph/GraphKernel.h"
+#include "ir/Diagnostic.h"
+#include "schedule/Lower.h"
+
+#include <fmt/core.h>
+#include <fmt/format.h>
+
+#include <map>
+
+// The autodiff and executor layers are written in parallel with this one; until their
+// headers are on this branch, gradients must be given and the whole step runs as one
+// kernel (graph_kernel), which is correct, only not fused or memory-planned by passes.
+#if __has_include("graph/Autodiff.h")
+#include "graph/Autodiff.h"
+#define UNITILE_TRAIN_HAS_AUTODIFF 1
+#endif
+#if __has_include("graph/Executor.h")
+#include "graph/Executor.h"
+#define UNITILE_TRAIN_HAS_EXECUTOR 1
+#endif
+
+namespace unitile::train {
+
+namespace {
+
+std::string type_text(const ops::TensorSpec& t) {
+  return fmt::format("{}{}", dtype_name(t.dtype), shape_string(t.shape));
+}
+
+// Runs one graph on device tensors: inputs in g.inputs() order, outputs in g.outputs()
+// order, freshly allocated.
+class GraphRunner {
+public:
+  GraphRunner(Session& session, const graph::Graph& g)
+#ifdef UNITILE_TRAIN_HAS_EXECUTOR
+      : executor_(session, g) {
+  }
+  std::vector<DeviceTensor> run(const std::vector<DeviceTensor>& inputs) { return executor_.run(inputs); }
+  std::string describe() const { return executor_.describe(); }
+
+private:
+  graph::GraphExecutor executor_;
+#else
+      : session_(&session), kernel_(graph::graph_kernel(g, "train_step")) {
+    std::map<std::string, std::vector<int64_t>> shapes;
+    for (size_t i = 0; i < g.inputs().size(); ++i)
+      shapes[kernel_.inputs[i]] = g.value(g.inputs()[i]).type.shape;
+    compiled_ = session.compile(kernel_.kernel(), bind_shapes(kernel_.kernel(), shapes, {}));
+  }
+  std::vector<DeviceTensor> run(const std::vector<DeviceTensor>& inputs) {
+    std::map<std::string, DeviceTensor> named;
+    for (size_t i = 0; i < inputs.size(); ++i)
+      named.emplace(kernel_.inputs[i], inputs[i]);
+    std::map<std::string, DeviceTensor> out = session_->run_resident(*compiled_, named, {});
+    std::vector<DeviceTensor> result;
+    for (const std::string& name : kernel_.outputs)
+      result.push_back(std::move(out.at(name)));
+    return result;
+  }
+  std::string describe() const { return "one kernel (graph_kernel): " + kernel_.kernel().name; }
+
+private:
+  Session* session_;
+  graph::GraphKernel kernel_;
+  std::shared_ptr<const CompiledKernel> compiled_;
+#endif
+};
+
+} // namespace
+
+/// A compiled step graph and what each of its inputs and outputs is.
+struct TrainStep::Program {
+  enum class Source { Param, Batch, State, Lr, Step };
+  struct Slot {
+    Source source;
+    size_t index = 0; // parameter or batch index
+    size_t slot = 0;  // state slot
+  };
+  graph::Graph graph;
+  std::vector<Slot> inputs; // graph.inputs() order
+  // Outputs: the loss, the new parameters, the new state (per parameter, per slot), then
+  // the total norm when clipping, then the gradients when kept.
+  bool has_norm = false, has_gradients = false;
+  std::unique_ptr<GraphRunner> runner;
+};
+
+namespace {
+
+std::unique_ptr<TrainStep::Program> build_program(Session& session, graph::Graph g, graph::ValueId loss,
+                                                  const std::vector<std::string>& param_names,
+                                                  std::vector<graph::ValueId> gradients,
+                                                  const OptimizerConfig& config,
+                                                  const TrainStepOptions& options, bool first_update) {
+  using Source = TrainStep::Program::Source;
+  auto p = std::make_unique<TrainStep::Program>();
+  const std::string& where = options.where;
+  std::map<std::string, graph::ValueId> by_name;
+  for (graph::ValueId v : g.inputs())
+    by_name[g.value(v).input_name] = v;
+  std::vector<graph::ValueId> params;
+  for (size_t i = 0; i < param_names.size(); ++i) {
+    auto it = by_name.find(param_names[i]);
+    UT_INTERNAL_ASSERT(it != by_name.end(), "parameter input checked by the constructor");
+    params.push_back(it->second);
+  }
+  size_t batch_index = 0;
+  for (graph::ValueId v : g.inputs()) {
+    size_t k = 0;
+    while (k < params.size() && params[k] != v)
+      ++k;
+    if (k < params.size())
+      p->inputs.push_back({Source::Param, k, 0});
+    else
+      p->inputs.push_back({Source::Batch, batch_index++, 0});
+  }
+
+  if (gradients.empty()) {
+#ifdef UNITILE_TRAIN_HAS_AUTODIFF
+    gradients = graph::append_gradients(g, loss, params);
+#else
+    throw UserError(fmt::format("{}: error: this build has no automatic differentiation yet "
+                                "(graph/Autodiff.h): give the gradients to the training step",
+                                where));
+#endif
+  }
+
+  // The per-step scalars and the optimizer state, as graph inputs.
+  StepScalars scalars;
+  scalars.lr = g.add_input("train__lr", ops::TensorSpec{DType::F64, {}});
+  p->inputs.push_back({Source::Lr, 0, 0});
+  if (config.kind != OptimizerKind::Sgd) {
+    scalars.step = g.add_input("train__step", ops::TensorSpec{DType::I64, {}});
+    p->inputs.push_back({Source::Step, 0, 0});
+  }
+  const std::vector<std::string> slots = config.state_names();
+  const bool state_given = !(first_update && config.first_update_differs());
+  std::vector<std::vector<graph::ValueId>> state(params.size());
+  for (size_t i = 0; i < params.size(); ++i)
+    for (size_t k = 0; k < slots.size(); ++k) {
+      if (!state_given) {
+        state[i].push_back(graph::kAbsent);
+        continue;
+      }
+      state[i].push_back(g.add_input(fmt::format("{}__{}", param_names[i], slots[k]), g.value(params[i]).type));
+      p->inputs.push_back({Source::State, i, k});
+    }
+
+  std::vector<graph::ValueId> applied = gradients;
+  graph::ValueId norm = -1;
+  if (options.clip_norm) {
+    ops::Attrs attrs;
+    attrs["max_norm"] = *options.clip_norm;
+    g.add_node("clip_grad_norm", gradients, attrs, where);
+    for (const auto& [port, v] : g.nodes().back().outputs) {
+      if (port == "TotalNorm")
+        norm = v;
+      else
+        applied[static_cast<size_t>(std::stoul(port.substr(1)))] = v;
+    }
+    p->has_norm = true;
+  }
+
+  std::vector<graph::ValueId> new_params, new_state;
+  for (size_t i = 0; i < params.size(); ++i) {
+    const Update u = append_update(g, config, params[i], applied[i], state[i], scalars, first_update, where);
+    new_params.push_back(u.param);
+    new_state.insert(new_state.end(), u.state.begin(), u.state.end());
+  }
+  std::vector<graph::ValueId> outputs{loss};
+  outputs.insert(outputs.end(), new_params.begin(), new_params.end());
+  outputs.insert(outputs.end(), new_state.begin(), new_state.end());
+  if (p->has_norm)
+    outputs.push_back(norm);
+  if (options.keep_gradients) {
+    outputs.insert(outputs.end(), gradients.begin(), gradients.end());
+    p->has_gradients = true;
+  }
+  g.set_outputs(outputs);
+  p->graph = std::move(g);
+  p->runner = std::make_unique<GraphRunner>(session, p->graph);
+  return p;
+}
+
+} // namespace
+
+TrainStep::TrainStep(Session& session, graph::Graph forward, graph::ValueId loss,
+                     std::vector<std::string> param_names, OptimizerConfig config,
+                     TrainStepOptions options, std::vector<graph::ValueId> gradients)
+    : session_(&session), param_names_(std::move(param_names)), config_(std::move(config)),
+      options_(std::move(options)) {
+  const std::string& where = options_.where;
+  config_.check();
+  if (options_.clip_norm && !(*options_.clip_norm > 0))
+    throw UserError(fmt::format("{}: error: clip_norm must be above 0, got {}", where, *options_.clip_norm));
+  if (param_names_.empty())
+    throw UserError(fmt::format("{}: error: a training step needs at least one parameter", where));
+  UT_INTERNAL_ASSERT(loss >= 0 && static_cast<size_t>(loss) < forward.values().size(), "unknown loss value");
+  const ops::TensorSpec& loss_type = forward.value(loss).type;
+  if (!is_float(loss_type.dtype) || shape_numel(loss_type.shape) != 1)
+    throw UserError(fmt::format("{}: error: the loss must be a single float value, got {}", where,
+                                type_text(loss_type)));
+  std::map<std::string, graph::ValueId> by_name;
+  for (graph::ValueId v : forward.inputs())
+    by_name[forward.value(v).input_name] = v;
+  for (const std::string& name : param_names_) {
+    auto it = by_name.find(name);
+    if (it == by_name.end())
+      throw UserError(fmt::format("{}: error: parameter '{}' is not an input of the forward graph", where, name));
+    const ops::TensorSpec& t = forward.value(it->second).type;
+    if (!is_float(t.dtype))
+      throw UserError(fmt::format("{}: error: parameter '{}' is {}: parameters must be floats", where, name,
+                                  type_text(t)));
+    param_types_.push_back(t);
+    by_name.erase(it);
+  }
+  for (graph::ValueId v : forward.inputs())
+    if (by_name.count(forward.value(v).input_name))
+      batch_types_.push_back(forward.value(v).type);
+  if (!gradients.empty()) {
+    if (gradients.size() != param_names_.size())
+      throw UserError(fmt::format("{}: error: {} gradients given for {} parameters", where, gradients.size(),
+                                  param_names_.size()));
+    for (size_t i = 0; i < gradients.size(); ++i) {
+      UT_INTERNAL_ASSERT(gradients[i] >= 0 && static_cast<size_t>(gradients[i]) < forward.values().size(),
+                         "unknown gradient value");
+      const ops::TensorSpec& t = forward.value(gradients[i]).type;
+      if (t.dtype != param_types_[i].dtype || t.shape != param_types_[i].shape)
+        throw UserError(fmt::format("{}: error: the gradient of '{}' is {} but the parameter is {}", where,
+                                    param_names_[i], type_text(t), type_text(param_types_[i])));
+    }
+  }
+  if (config_.first_update_differs())
+    first_ = build_program(session, forward, loss, param_names_, gradients, config_, options_, true);
+  every_ = build_program(session, std::move(forward), loss, param_names_, std::move(gradients), config_,
+                         options_, false);
+}
+
+TrainStep::~TrainStep() = default;
+TrainStep::TrainStep(TrainStep&&) noexcept = default;
+TrainStep& TrainStep::operator=(TrainStep&&) noexcept = default;
+
+const graph::Graph& TrainStep::graph() const { return first_ ? first_->graph : every_->graph; }
+
+std::string TrainStep::describe() const { return every_->runner->describe(); }
+
+const std::vector<DeviceTensor>& TrainStep::gradients() const {
+  if (!options_.keep_gradients)
+    throw UserError("error: the training step was made without keep_gradients, so it keeps no gradients");
+  if (gradients_.empty())
+    throw UserError("error: no gradients yet: the training step has not run");
+  return gradients_;
+}
+
+double TrainStep::run(TrainState& state, const std::vector<DeviceTensor>& batch) {
+  const std::string& where = options_.where;
+  // Check everything before running, so a bad call changes nothing.
+  if (state.names.size() != param_names_.size())
+    throw UserError(fmt::format("{}: error: the state has {} parameters but the step trains {}", where,
+                                state.names.size(), param_names_.size()));
+  const size_t slots = config_.state_names().size();
+  std::vector<size_t> at(param_names_.size());
+  for (size_t i = 0; i < param_names_.size(); ++i) {
+    at[i] = state.index_of(param_names_[i]);
+    const DeviceTensor& t = state.params[at[i]];
+    if (t.dtype != param_types_[i].dtype || t.shape != param_types_[i].shape)
+      throw UserError(fmt::format("{}: error: parameter '{}' is {}{} in the state but {} in the graph", where,
+                                  param_names_[i], dtype_name(t.dtype), shape_string(t.shape),
+                                  type_text(param_types_[i])));
+    if (state.optimizer_state[at[i]].size() != slots)
+      throw UserError(fmt::format("{}: error: parameter '{}' has {} optimizer state tensors, {} needs {}", where,
+                                  param_names_[i], state.optimizer_state[at[i]].size(), config_.op_name(),
+                                  slots));
+  }
+  if (batch.size() != batch_types_.size())
+    throw UserError(fmt::format("{}: error: the step takes {} batch tensors, got {}", where, batch_types_.size(),
+                                batch.size()));
+  for (size_t j = 0; j < batch.size(); ++j)
+    if (batch[j].dtype != batch_types_[j].dtype || batch[j].shape != batch_types_[j].shape)
+      throw UserError(fmt::format("{}: error: batch tensor {} is {}{} but the step was built for {}", where, j,
+                                  dtype_name(batch[j].dtype), shape_string(batch[j].shape),
+                                  type_text(batch_types_[j])));
+
+  Program& p = state.step == 0 && first_ ? *first_ : *every_;
+  Tensor lr = Tensor::zeros(DType::F64, {}), step = Tensor::zeros(DType::I64, {});
+  lr.set(0, config_.lr.at(state.step));
+  step.set(0, static_cast<double>(state.step + 1));
+  const DeviceTensor lr_device = upload(*session_, lr), step_device = upload(*session_, step);
+  std::vector<DeviceTensor> inputs;
+  for (const Program::Slot& s : p.inputs) {
+    switch (s.source) {
+    case Program::Source::Param:
+      inputs.push_back(state.params[at[s.index]]);
+      break;
+    case Program::Source::Batch:
+      inputs.push_back(batch[s.index]);
+      break;
+    case Program::Source::State:
+      inputs.push_back(state.optimizer_state[at[s.index]][s.slot]);
+      break;
+    case Program::Source::Lr:
+      inputs.push_back(lr_device);
+      break;
+    case Program::Source::Step:
+      inputs.push_back(step_device);
+      break;
+    }
+  }
+  std::vector<DeviceTensor> out = p.runner->run(inputs);
+  const size_t n = param_names_.size();
+  UT_INTERNAL_ASSERT(out.size() == 1 + n + n * slots + (p.has_norm ? 1 : 0) + (p.has_gradients ? n : 0),
+                     "training step output count");
+  const double loss = download(*session_, out[0]).get(0);
+  size_t k = 1;
+  for (size_t i = 0; i < n; ++i)
+    state.params[at[i]] = std::move(out[k++]);
+  for (size_t i = 0; i < n; ++i)
+    for (size_t s = 0; s < slots; ++s)
+      state.optimizer_state[at[i]][s] = std::move(out[k++]);
+  grad_norm_.reset();
+  if (p.has_norm)
+    grad_norm_ = download(*session_, out[k++]).get(0);
+  if (p.has_gradients)
+    gradients_.assign(std::make_move_iterator(out.begin() + static_cast<std::ptrdiff_t>(k)),
+                      std::make_move_iterator(out.end()));
+  state.step += 1;
+  return loss;
+}
+
+} // namespace unitile::train
