@@ -16,6 +16,7 @@ from ._kernels import Compiled, Comprehension, Kernel, Module, comprehension, lo
 from ._profile import Profile, ProfileEvent, profile
 from ._tensor import Tensor, from_dlpack, tensor
 from ._trace import KernelFunction, kernel
+from ._autodiff import grad, value_and_grad
 from ._train import TrainStep
 
 _NUMPY_STYLE = ["astype", "floor", "matmul", "max", "maximum", "mean", "min", "minimum", "power", "prod",
@@ -46,7 +47,7 @@ def __dir__():
 
 __all__ = [
     "Compiled", "Comprehension", "Error", "Kernel", "KernelFunction", "Module", "Profile", "ProfileEvent", "Tensor",
-    "TrainStep", "comprehension", "devices", "from_dlpack", "get_default_device", "kernel", "load", "loads", "ops",
-    "optim", "profile", "set_default_device", "tensor", *_NUMPY_STYLE,
+    "TrainStep", "comprehension", "devices", "from_dlpack", "get_default_device", "grad", "kernel", "load", "loads",
+    "ops", "optim", "profile", "set_default_device", "tensor", "value_and_grad", *_NUMPY_STYLE,
 ]
 __version__ = "0.1.0"

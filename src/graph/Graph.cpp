@@ -12,6 +12,18 @@
 
 namespace unitile::graph {
 
+namespace {
+
+// The error prefixed with the caller's location, when there is one.
+UserError located(const UserError& e, const std::string& where) {
+  if (where.empty()) return e;
+  std::string msg = e.what();
+  if (msg.starts_with("error: ")) msg = msg.substr(7);
+  return UserError(fmt::format("{}: error: {}", where, msg));
+}
+
+} // namespace
+
 const ops::OpDef& graph_op(const std::string& name) {
   // The graph's own ops first: the library has ops of the same names (cast, slice,
   // reshape, transpose) with ONNX's attributes, which the tracer does not write.
@@ -31,6 +43,7 @@ ValueId Graph::add_input(const std::string& name, ops::TensorSpec type) {
 
 std::vector<ValueId> Graph::add_node(const std::string& op_name, const std::vector<ValueId>& inputs,
                                      const ops::Attrs& attrs, const std::string& where) {
+  std::vector<std::pair<std::string, ValueId>> bound;
   try {
     const ops::OpDef& op = graph_op(op_name);
     std::vector<std::string> ports;
@@ -43,23 +56,28 @@ std::vector<ValueId> Graph::add_node(const std::string& op_name, const std::vect
     }
     if (inputs.size() > ports.size())
       throw UserError(fmt::format("error: op:{} takes at most {} inputs, got {}", op_name, ports.size(), inputs.size()));
+    for (size_t i = 0; i < inputs.size(); ++i) bound.emplace_back(ports[i], inputs[i]);
+  } catch (const UserError& e) {
+    throw located(e, where);
+  }
+  return add_node_ports(op_name, bound, attrs, where);
+}
+
+std::vector<ValueId> Graph::add_node_ports(const std::string& op_name,
+                                           const std::vector<std::pair<std::string, ValueId>>& inputs,
+                                           const ops::Attrs& attrs, const std::string& where) {
+  try {
+    const ops::OpDef& op = graph_op(op_name);
     Node n;
     n.op = op_name;
     n.attrs = attrs;
     n.where = where;
     std::map<std::string, ops::TensorSpec> specs;
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      if (inputs[i] == kAbsent) {
-        const ops::Port* port = nullptr;
-        for (const ops::Port& p : op.inputs)
-          if (p.name == ports[i]) port = &p;
-        if (port == nullptr || !port->optional)
-          throw UserError(fmt::format("error: op:{}: input '{}' is not optional", op_name, ports[i]));
-        continue;
-      }
-      UT_INTERNAL_ASSERT(inputs[i] >= 0 && static_cast<size_t>(inputs[i]) < values_.size(), "unknown graph value");
-      n.inputs.emplace_back(ports[i], inputs[i]);
-      specs[ports[i]] = values_[static_cast<size_t>(inputs[i])].type;
+    for (const auto& [port, v] : inputs) {
+      UT_INTERNAL_ASSERT(v >= 0 && static_cast<size_t>(v) < values_.size(), "unknown graph value");
+      if (specs.count(port)) throw UserError(fmt::format("error: op:{}: input '{}' is given twice", op_name, port));
+      n.inputs.emplace_back(port, v);
+      specs[port] = values_[static_cast<size_t>(v)].type;
     }
     const ops::OpInstance inst = ops::instantiate(op, specs, attrs);
     n.attrs = inst.attrs;
@@ -72,10 +90,7 @@ std::vector<ValueId> Graph::add_node(const std::string& op_name, const std::vect
     nodes_.push_back(std::move(n));
     return out;
   } catch (const UserError& e) {
-    if (where.empty()) throw;
-    std::string msg = e.what();
-    if (msg.starts_with("error: ")) msg = msg.substr(7);
-    throw UserError(fmt::format("{}: error: {}", where, msg));
+    throw located(e, where);
   }
 }
 

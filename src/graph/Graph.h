@@ -11,8 +11,6 @@
 namespace unitile::graph {
 
 using ValueId = int;
-/// In add_node's inputs: an optional port left out, so a later optional port can be given.
-inline constexpr ValueId kAbsent = -1;
 
 struct Value {
   ops::TensorSpec type;
@@ -36,10 +34,14 @@ public:
   ValueId add_input(const std::string& name, ops::TensorSpec type);
   /// Call op `op` on `inputs` (bound to its input ports in order) with `attrs`: the op is
   /// instantiated now, so a dtype, shape or attribute error is a UserError at this call,
-  /// prefixed with `where`. An optional port may be skipped with kAbsent. Returns the
-  /// output values, in port order.
+  /// prefixed with `where`. Returns the output values, in port order.
   std::vector<ValueId> add_node(const std::string& op, const std::vector<ValueId>& inputs,
                                 const ops::Attrs& attrs, const std::string& where);
+  /// The same, with each input bound to a port by name: an optional port may be left out
+  /// before a given one (layernorm_grad's dY without Scale); a variadic port X is bound
+  /// as X0, X1, .... Ports are taken in the order given.
+  std::vector<ValueId> add_node_ports(const std::string& op, const std::vector<std::pair<std::string, ValueId>>& inputs,
+                                      const ops::Attrs& attrs, const std::string& where);
   void set_outputs(std::vector<ValueId> outputs) { outputs_ = std::move(outputs); }
   /// A copy of `node` (of this or another graph) reading `inputs` instead, which must
   /// have the types of the values it read there: the op is not instantiated again, its

@@ -2,6 +2,7 @@
 // OpContext, exactly as a library op does, so retiring one means deleting its row.
 #include "graph/GraphOps.h"
 
+#include "graph/GradientOps.h"
 #include "ops/OpContext.h"
 
 #include <algorithm>
@@ -172,13 +173,15 @@ std::vector<OpDef> build() {
                "", emit_constant});
   v.push_back({"copy", "data movement", "Y = X", {{"X"}}, {{"Y"}}, {}, "", emit_copy});
   v.push_back({"reshape", "data movement", "the elements of X in C order under a new shape", {{"X"}}, {{"Y"}},
-               {{"shape", AttrKind::Ints, std::nullopt, "the new shape; one extent may be -1"}}, "", emit_reshape});
+               {{"shape", AttrKind::Ints, std::nullopt, "the new shape; one extent may be -1"}}, "reshape_grad", emit_reshape});
   v.push_back({"slice", "data movement", "basic indexing: start, step and size per dimension", {{"X"}}, {{"Y"}},
                {ints("starts", "first index per dimension"), ints("steps", "step per dimension"),
                 ints("sizes", "elements taken per dimension"), ints("squeeze", "dimensions indexed by an integer")},
-               "", emit_slice});
+               "slice_grad", emit_slice});
   v.push_back({"transpose", "data movement", "X with its axes permuted", {{"X"}}, {{"Y"}},
                {ints("perm", "Y's axis d is X's axis perm[d]; empty reverses the axes")}, "", emit_transpose});
+  for (OpDef& op : gradient_graph_ops()) v.push_back(std::move(op));
+  std::sort(v.begin(), v.end(), [](const OpDef& a, const OpDef& b) { return a.name < b.name; });
   return v;
 }
 

@@ -10,6 +10,7 @@
 #include <fmt/core.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <optional>
@@ -113,17 +114,20 @@ std::string print_graph(const Graph& g, const std::string& name, const GraphPrin
       results.push_back(name_of(v));
       types.push_back(type_text(g.value(v).type));
     }
-    // Positional: an optional port left out before a given one prints as `_`.
-    const std::vector<std::string> ports = port_names(op, node.inputs.size());
-    size_t next = 0;
-    for (const std::string& port : ports) {
-      if (next == node.inputs.size()) break;
-      if (node.inputs[next].first == port)
-        args.push_back(name_of(node.inputs[next++].second));
-      else
+    // Positional, in the op's port order: an optional port left out before a given one
+    // prints as `_`.
+    std::map<std::string, ValueId> bound(node.inputs.begin(), node.inputs.end());
+    for (const std::string& port : port_names(op, node.inputs.size())) {
+      if (bound.empty()) break;
+      auto it = bound.find(port);
+      if (it == bound.end()) {
         args.push_back("_");
+        continue;
+      }
+      args.push_back(name_of(it->second));
+      bound.erase(it);
     }
-    UT_INTERNAL_ASSERT(next == node.inputs.size(), "a node's input ports are not in the op's port order");
+    UT_INTERNAL_ASSERT(bound.empty(), "a node binds a port its op does not have");
     for (const ops::AttrSpec& spec : op.attrs) {
       auto it = node.attrs.find(spec.name);
       if (it == node.attrs.end()) continue;
@@ -356,7 +360,7 @@ private:
       do {
         if (at(TokenKind::Ident) && tok_.text == "_") {
           take();
-          inputs.push_back(kAbsent); // an optional port left out (add_node checks it is optional)
+          inputs.push_back(-1); // an optional port left out
         } else {
           inputs.push_back(parse_value_ref());
         }
@@ -381,9 +385,24 @@ private:
 
     // Instantiate: shape, dtype and attribute errors are the op's, shown at the node.
     const std::string where = fmt::format("{}:{}:{}", src_.name, op_tok.loc.line, op_tok.loc.col);
+    // With `_` the inputs are bound by port name, leaving the skipped ports out.
+    const std::vector<std::string> ports = port_names(*op, inputs.size());
+    std::vector<std::pair<std::string, ValueId>> bound;
+    const bool skips = std::find(inputs.begin(), inputs.end(), -1) != inputs.end();
+    for (size_t i = 0; i < inputs.size() && skips; ++i) {
+      if (inputs[i] >= 0) {
+        bound.emplace_back(ports[i], inputs[i]);
+        continue;
+      }
+      const ops::Port* port = nullptr;
+      for (const ops::Port& p : op->inputs)
+        if (p.name == ports[i]) port = &p;
+      if (port == nullptr || !port->optional)
+        fail(op_tok, fmt::format("'_' leaves out input {} ({}) of {}, which is not optional", i + 1, ports[i], op->name));
+    }
     std::vector<ValueId> outs;
     try {
-      outs = g.add_node(op_tok.text, inputs, attrs, where);
+      outs = skips ? g.add_node_ports(op_tok.text, bound, attrs, where) : g.add_node(op_tok.text, inputs, attrs, where);
     } catch (const UserError& e) {
       std::string msg = e.what();
       if (msg.starts_with(where + ": ")) msg = msg.substr(where.size() + 2);

@@ -187,6 +187,23 @@ std::string to_string(const Expr& e) {
   return p.out;
 }
 
+std::string to_string(const Comprehension& c) {
+  std::string s = c.output + "[";
+  for (size_t i = 0; i < c.indices.size() && !c.is_indirect_store(); ++i) {
+    if (i) s += ", ";
+    s += c.indices[i];
+  }
+  for (size_t i = 0; i < c.store_indices.size(); ++i) { // an indirect store (scatter)
+    if (i) s += ", ";
+    s += to_string(c.store_indices[i]);
+  }
+  s += "] ";
+  s += reduce_token(c.reduce);
+  s += ' ';
+  s += to_string(c.value);
+  return s;
+}
+
 std::string to_string(const Kernel& k) {
   std::string s = "kernel " + k.name + " {\n";
   // One section line per run of tensors with the same role, so declaration order (which
@@ -217,22 +234,7 @@ std::string to_string(const Kernel& k) {
     s += '\n';
   }
   s += "  operation:\n";
-  for (const Comprehension& c : k.body) {
-    s += "    " + c.output + "[";
-    for (size_t i = 0; i < c.indices.size() && !c.is_indirect_store(); ++i) {
-      if (i) s += ", ";
-      s += c.indices[i];
-    }
-    for (size_t i = 0; i < c.store_indices.size(); ++i) { // an indirect store (scatter)
-      if (i) s += ", ";
-      s += to_string(c.store_indices[i]);
-    }
-    s += "] ";
-    s += reduce_token(c.reduce);
-    s += ' ';
-    s += to_string(c.value);
-    s += '\n';
-  }
+  for (const Comprehension& c : k.body) s += "    " + to_string(c) + "\n";
   s += "}\n";
   if (k.schedule_text) s += "schedule {" + *k.schedule_text + "}\n";
   return s;

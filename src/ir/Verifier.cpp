@@ -465,7 +465,12 @@ private:
                 kBoolArithHint);
       return retyped(e, promote(a->type, b->type), {c, a, b}, nullptr);
     }
-    case ExprKind::Cast: return retyped(e, e->type, {type_value(e->operands.at(0))}, nullptr);
+    case ExprKind::Cast: {
+      Expr x = type_value(e->operands.at(0));
+      // `f64(0.1)` is the f64 literal 0.1, not the f32 literal 0.1 widened.
+      if (x->kind == ExprKind::FloatImm && is_float(e->type)) x = retyped(x, e->type);
+      return retyped(e, e->type, {x}, nullptr);
+    }
     case ExprKind::Call: return type_call(e);
     }
     UT_INTERNAL_ASSERT(false, "unhandled expression kind");

@@ -3,6 +3,7 @@
 // Also the op list, so every op is reachable as tl.<name>.
 #include "Bindings.h"
 
+#include "graph/Autodiff.h"
 #include "graph/Executor.h"
 #include "graph/Graph.h"
 #include "graph/GraphText.h"
@@ -12,6 +13,7 @@
 #include "ops/OpLibrary.h"
 
 #include <fmt/core.h>
+#include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
@@ -183,6 +185,15 @@ void bind_graphs(nb::module_& m) {
         return out;
       },
       "Every op a graph can call: the library's, then the graph's own that the library lacks");
+
+  // --- autodiff: tl.grad / tl.value_and_grad append the gradient nodes here ----------------
+  m.def(
+      "append_gradients",
+      [](graph::Graph& g, int loss, const std::vector<int>& wrt, std::optional<int> seed) {
+        return graph::append_gradients(g, loss, wrt, seed);
+      },
+      nb::arg("graph"), nb::arg("loss"), nb::arg("wrt"), nb::arg("seed") = nb::none(),
+      "Append to `graph` the nodes computing d(loss)/d(w) for each w in `wrt`; returns their values");
 }
 
 } // namespace unitile::python

@@ -72,6 +72,7 @@ Stmt apply_one(const LoopProgram& p, const Stmt& body, const Primitive& x, const
   case PrimitiveKind::FoldInit:
   case PrimitiveKind::Epilogue:
   case PrimitiveKind::FlashAttention:
+  case PrimitiveKind::Widen:
   case PrimitiveKind::Inline: break;
   }
   internal_fail(__FILE__, __LINE__, "program-level primitive applied to one func");
@@ -106,17 +107,18 @@ std::optional<Schedule> kernel_schedule(const Kernel& k) {
 LoopProgram lower_scheduled(const Kernel& kernel, const ShapeBindings& b, const hcd::Hcd& hcd,
                             const Schedule& s) {
   Kernel k = kernel;
+  // The Kernel IR primitives first, in their order.
   for (const Primitive& x : s.primitives)
-    if (x.kind == PrimitiveKind::Inline) {
+    if (x.kind == PrimitiveKind::Inline || x.kind == PrimitiveKind::Widen) {
       try {
-        k = inline_local(k, x.buffer);
+        k = x.kind == PrimitiveKind::Inline ? inline_local(k, x.buffer) : widen_accumulator(k, x.buffer);
       } catch (const UserError& e) {
         throw located(x, kernel, e);
       }
     }
   LoopProgram p = lower_to_loops(k, b, hcd, LowerOptions{true});
   for (const Primitive& x : s.primitives) {
-    if (x.kind == PrimitiveKind::Inline) continue;
+    if (x.kind == PrimitiveKind::Inline || x.kind == PrimitiveKind::Widen) continue;
     try {
       if (x.kind == PrimitiveKind::ComputeAt) {
         p = compute_at(p, x.buffer, x.at);

@@ -249,20 +249,45 @@ std::vector<Primitive> gemm_schedule(const GemmSite& s, const GemmTiling& t) {
   return out;
 }
 
-AutoSchedule auto_schedule(const Kernel& k, const ShapeBindings& b, const hcd::Hcd& h) {
+AutoSchedule auto_schedule(const Kernel& given, const ShapeBindings& b, const hcd::Hcd& h) {
   AutoSchedule a;
   Schedule& s = a.schedule;
   auto try_add = [&](const std::vector<Primitive>& prims) {
     Schedule trial = s;
     trial.primitives.insert(trial.primitives.end(), prims.begin(), prims.end());
     try {
-      lower_scheduled(k, b, h, trial);
+      lower_scheduled(given, b, h, trial);
     } catch (const UserError&) {
       return false;
     }
     s = trial;
     return true;
   };
+  // Contractions into bf16/f16 accumulate in f32 locals (Widen.cpp), so that they block
+  // like f32 GEMMs; the decisions below are made on the widened kernel `k`. Other
+  // reductions keep their one-element f32 register (widening would only add a launch).
+  Kernel k = given;
+  for (const Comprehension& c : given.body) {
+    const TensorDecl* t = given.find_tensor(c.output);
+    if (!t || (t->dtype != DType::BF16 && t->dtype != DType::F16) || c.reduce == ReduceKind::Assign ||
+        c.reduction_vars.empty() || c.is_indirect_store())
+      continue;
+    Primitive w;
+    w.kind = PrimitiveKind::Widen;
+    w.buffer = c.output;
+    std::string local;
+    try {
+      Kernel widened = widen_accumulator(k, c.output, &local);
+      bool blocks = false;
+      for (const GemmSite& site : gemm_sites(widened, b, h)) blocks |= site.output == local;
+      if (!blocks || !try_add({w})) continue;
+      k = std::move(widened);
+    } catch (const UserError&) {
+      continue;
+    }
+    a.reasons.push_back(fmt::format("{}: accumulated in the f32 local {} and rounded to {} once (widen)", c.output,
+                                    local, dtype_name(t->dtype)));
+  }
   auto [l1, l2] = cache_sizes(h);
   std::set<size_t> gemm_statements; // and fused attention statements
   for (const AttentionSite& site : attention_sites(k, b)) {
@@ -347,7 +372,7 @@ AutoSchedule auto_schedule(const Kernel& k, const ShapeBindings& b, const hcd::H
                                       c.output, ca.at, next.output));
   }
   // Everything else: the outermost spatial loop in parallel.
-  LoopProgram p = lower_scheduled(k, b, h, s);
+  LoopProgram p = lower_scheduled(given, b, h, s);
   for (const LoopFunc& f : p.funcs) {
     if (f.body->kind != StmtKind::For || f.body->for_kind != ForKind::Serial) continue;
     Primitive par;
@@ -367,7 +392,7 @@ AutoSchedule auto_schedule(const Kernel& k, const ShapeBindings& b, const hcd::H
   }
   // Reductions into a register accumulator along a unit-stride loop: one partial result
   // per vector lane (VectorizeReduction.cpp), so the loop runs at vector width.
-  p = lower_scheduled(k, b, h, s);
+  p = lower_scheduled(given, b, h, s);
   std::set<std::pair<std::string, std::string>> vectorized;
   for (const LoopFunc& f : p.funcs) {
     std::string out;

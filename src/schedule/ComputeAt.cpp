@@ -10,6 +10,9 @@
 
 #include <fmt/core.h>
 
+#include <functional>
+#include <set>
+
 namespace unitile {
 
 namespace {
@@ -37,6 +40,45 @@ void accesses(const Stmt& s, const std::string& b, bool stores, std::vector<std:
   for (const Stmt& c : s->body) accesses(c, b, stores, out);
 }
 
+void collect_buffers(const Stmt& s, std::set<std::string>& writes, std::set<std::string>& reads);
+
+// Every program buffer `s` stores into, and every one it reads (values, indices,
+// bounds); buffers it allocates itself (register accumulators) are its own business.
+void buffers(const Stmt& s, std::set<std::string>& writes, std::set<std::string>& reads) {
+  std::set<std::string> own;
+  std::function<void(const Stmt&)> allocated = [&](const Stmt& x) {
+    if (x->kind == StmtKind::Allocate) own.insert(x->buffer);
+    for (const Stmt& c : x->body) allocated(c);
+  };
+  allocated(s);
+  std::set<std::string> w, r;
+  collect_buffers(s, w, r);
+  for (const std::string& b : w)
+    if (!own.count(b)) writes.insert(b);
+  for (const std::string& b : r)
+    if (!own.count(b)) reads.insert(b);
+}
+
+void collect_buffers(const Stmt& s, std::set<std::string>& writes, std::set<std::string>& reads) {
+  if (s->kind == StmtKind::Store) writes.insert(s->buffer);
+  auto scan = [&](const Expr& e) {
+    visit(e, [&](const Expr& a) {
+      if (a->kind == ExprKind::Access) reads.insert(a->name);
+    });
+  };
+  for (const Expr& e : {s->min, s->extent, s->cond, s->value})
+    if (e) scan(e);
+  for (const Expr& i : s->indices) scan(i);
+  for (const Stmt& c : s->body) collect_buffers(c, writes, reads);
+}
+
+bool binds(const Stmt& s, const std::string& v) {
+  if (s->kind == StmtKind::For && s->var == v) return true;
+  for (const Stmt& c : s->body)
+    if (binds(c, v)) return true;
+  return false;
+}
+
 } // namespace
 
 LoopProgram compute_at(const LoopProgram& p, const std::string& buffer, const std::string& at) {
@@ -57,6 +99,25 @@ LoopProgram compute_at(const LoopProgram& p, const std::string& buffer, const st
   if (ci == p.funcs.size()) throw fail(fmt::format("no later statement reads '{}'", buffer));
   const Stmt& prod = p.funcs[pi].body;
   const Stmt& cons = p.funcs[ci].body;
+  // Moving the producer past the launches in between must not change what they see: none
+  // may read or write what it writes (earlier compute_ats may have gathered several
+  // statements into it), nor write what it reads.
+  std::set<std::string> prod_writes, prod_reads;
+  buffers(prod, prod_writes, prod_reads);
+  for (size_t m = pi + 1; m < ci; ++m) {
+    std::set<std::string> w, r;
+    buffers(p.funcs[m].body, w, r);
+    for (const std::string& b : prod_writes)
+      if (w.count(b) || r.count(b))
+        throw fail(fmt::format("a launch between the producer and the first reader of '{}' uses '{}', which the "
+                               "producer writes",
+                               buffer, b));
+    for (const std::string& b : w)
+      if (prod_reads.count(b))
+        throw fail(fmt::format("a launch between the producer and the first reader of '{}' writes '{}', which the "
+                               "producer reads",
+                               buffer, b));
+  }
   if (cons->kind != StmtKind::For || cons->var != at)
     throw fail(fmt::format("'{}' is not the outermost loop of the statement that reads '{}'", at, buffer));
   if (prod->kind != StmtKind::For) throw fail("the producer has no outermost loop");
@@ -79,6 +140,10 @@ LoopProgram compute_at(const LoopProgram& p, const std::string& buffer, const st
   }
   if (dim == SIZE_MAX)
     throw fail(fmt::format("the consumer reads '{}' at elements another iteration of '{}' writes", buffer, at));
+  // Renaming the producer's loop variable to `at` must not capture a loop of its own
+  // named `at` (a transposing producer: `T[i1, i0] = X[i0, i1]` read as T[i0, i1]).
+  if (prod->var != at && binds(prod->body[0], at))
+    throw fail(fmt::format("the producer has a loop of its own named '{}'", at));
   Stmt moved = prod->var == at ? prod->body[0] : substitute(prod->body[0], prod->var, var(at));
   LoopProgram out = p;
   out.funcs[ci].body = with_body(cons, {block({moved, cons->body[0]})});

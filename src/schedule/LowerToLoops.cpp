@@ -4,6 +4,7 @@
 #include "schedule/AccessBounds.h"
 #include "schedule/DefaultSchedule.h"
 #include "schedule/Lower.h"
+#include "schedule/Primitives.h"
 #include "schedule/ShapeEval.h"
 #include "schedule/Specialize.h"
 
@@ -269,7 +270,10 @@ Lowered lower_comprehension(const Kernel& k, const Comprehension& original, cons
   const Expr acc0 = access(acc, {int_imm(0)}, acc_t);
   std::vector<std::string> spatial_inside, reduction;
   for (const std::string& v : inside) (is_spatial(v) ? spatial_inside : reduction).push_back(v);
-  Stmt reduce_nest = nest.wrap(reduction, store(acc, {int_imm(0)}, combine(c.reduce, acc0, value)));
+  // A bf16 or f16 result: the value too is computed in the compute type (products of
+  // narrow floats are exact in f32), as widen does for the auto-scheduler (Widen.cpp).
+  const Expr wide = acc_t != out->dtype ? widen_value(value, acc_t) : value;
+  Stmt reduce_nest = nest.wrap(reduction, store(acc, {int_imm(0)}, combine(c.reduce, acc0, wide)));
   Stmt body = allocate(acc, acc_t, {1}, MemScope::Register,
                        block({store(acc, {int_imm(0)}, identity(c.reduce, acc_t)), reduce_nest,
                               store_out(cast_to(out->dtype, acc0))}));

@@ -104,6 +104,14 @@ LoopProgram epilogue(const LoopProgram& p, const std::string& buffer);
 /// into every statement that reads it, and drop it.
 Kernel inline_local(const Kernel& k, const std::string& buffer);
 
+/// widen (Kernel IR): the reduction writing the bf16 or f16 tensor `buffer` accumulates
+/// into a new f32 local (named `<buffer>_f32`, returned in `local_name`) with its value
+/// computed in f32, and a statement right after it rounds the local into `buffer`.
+Kernel widen_accumulator(const Kernel& k, const std::string& buffer, std::string* local_name = nullptr);
+/// `e` computed in `to`: every bf16/f16 read and literal converted first (explicit
+/// casts stay, with their operand widened).
+Expr widen_value(const Expr& e, DType to);
+
 /// Give loops of extent `min(c, e)` (split tails) a constant extent on every full tile:
 /// `if (c <= e) { the loop with extent c } else { the tail }`.
 Stmt partition_tails(const Stmt& body);

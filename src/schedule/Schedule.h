@@ -34,6 +34,7 @@ enum class PrimitiveKind : uint8_t {
   FoldInit,    // buffer's init launch is dropped; the update reads the identity on first visit
   Epilogue,    // the elementwise consumer of local `buffer` runs on its reduction's final tiles
   FlashAttention, // the attention chain writing `buffer` fused (online softmax); factors: {} or {rows, keys}
+  Widen,       // the reduction into bf16/f16 `buffer` accumulates in an f32 local, rounded after (Kernel IR)
 };
 
 const char* primitive_name(PrimitiveKind k); // "split", "cache_write", ...
@@ -43,7 +44,7 @@ struct Primitive {
   std::vector<std::string> vars;
   std::vector<int64_t> factors;
   std::string outer, inner; // Split names (default VAR_o, VAR_i); Fuse name in `outer`
-  std::string buffer;       // Stage, CacheWrite, ComputeAt, Inline, FoldInit, Epilogue, FlashAttention
+  std::string buffer;       // Stage, CacheWrite, ComputeAt, Inline, FoldInit, Epilogue, FlashAttention, Widen
   std::string at;           // Stage, CacheWrite, ComputeAt, MicroKernel: a loop variable
   MemScope scope = MemScope::Local;
   ForKind bind = ForKind::GridX;

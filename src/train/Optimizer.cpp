@@ -118,7 +118,7 @@ Update append_update(graph::Graph& g, const OptimizerConfig& config, graph::Valu
   const std::vector<std::string> names = config.state_names();
   UT_INTERNAL_ASSERT(state.size() == names.size(), "optimizer state count");
   ops::Attrs attrs;
-  std::vector<graph::ValueId> inputs{param, grad};
+  std::vector<std::pair<std::string, graph::ValueId>> inputs{{"P", param}, {"G", grad}};
   Update u;
   if (config.kind == OptimizerKind::Sgd) {
     attrs["momentum"] = config.momentum;
@@ -126,10 +126,10 @@ Update append_update(graph::Graph& g, const OptimizerConfig& config, graph::Valu
     attrs["weight_decay"] = config.weight_decay;
     attrs["nesterov"] = int64_t{config.nesterov};
     // Without M the op starts the buffer at the gradient (torch's first step).
-    const bool given_buffer = !state.empty() && !(first_update && config.first_update_differs());
-    inputs.push_back(given_buffer ? state[0] : graph::kAbsent);
-    inputs.push_back(scalars.lr);
-    g.add_node("sgd", inputs, attrs, where);
+    if (!state.empty() && !(first_update && config.first_update_differs()))
+      inputs.emplace_back("M", state[0]);
+    inputs.emplace_back("Lr", scalars.lr);
+    g.add_node_ports("sgd", inputs, attrs, where);
     u.param = last_output(g, "P_new");
     if (!state.empty())
       u.state.push_back(last_output(g, "M_new"));
@@ -139,8 +139,8 @@ Update append_update(graph::Graph& g, const OptimizerConfig& config, graph::Valu
   attrs["beta2"] = config.beta2;
   attrs["eps"] = config.eps;
   attrs["weight_decay"] = config.weight_decay;
-  inputs.insert(inputs.end(), {state[0], state[1], scalars.step, scalars.lr});
-  g.add_node(config.op_name(), inputs, attrs, where);
+  inputs.insert(inputs.end(), {{"M", state[0]}, {"V", state[1]}, {"Step", scalars.step}, {"Lr", scalars.lr}});
+  g.add_node_ports(config.op_name(), inputs, attrs, where);
   u.param = last_output(g, "P_new");
   u.state = {last_output(g, "M_new"), last_output(g, "V_new")};
   return u;

@@ -2,6 +2,7 @@
 // running it on a TrainState.
 #include "train/TrainStep.h"
 
+#include "graph/Autodiff.h"
 #include "graph/GraphKernel.h"
 #include "ir/Diagnostic.h"
 #include "schedule/Lower.h"
@@ -11,13 +12,9 @@
 
 #include <map>
 
-// The autodiff and executor layers are written in parallel with this one; until their
-// headers are on this branch, gradients must be given and the whole step runs as one
-// kernel (graph_kernel), which is correct, only not fused or memory-planned by passes.
-#if __has_include("graph/Autodiff.h")
-#include "graph/Autodiff.h"
-#define UNITILE_TRAIN_HAS_AUTODIFF 1
-#endif
+// The graph executor is written in parallel with this layer; until its header is on
+// this branch the whole step runs as one kernel (graph_kernel), which is correct, only
+// not partitioned or memory-planned.
 #if __has_include("graph/Executor.h")
 #include "graph/Executor.h"
 #define UNITILE_TRAIN_HAS_EXECUTOR 1
@@ -118,15 +115,8 @@ std::unique_ptr<TrainStep::Program> build_program(Session& session, graph::Graph
       p->inputs.push_back({Source::Batch, batch_index++, 0});
   }
 
-  if (gradients.empty()) {
-#ifdef UNITILE_TRAIN_HAS_AUTODIFF
+  if (gradients.empty())
     gradients = graph::append_gradients(g, loss, params);
-#else
-    throw UserError(fmt::format("{}: error: this build has no automatic differentiation yet "
-                                "(graph/Autodiff.h): give the gradients to the training step",
-                                where));
-#endif
-  }
 
   // The per-step scalars and the optimizer state, as graph inputs.
   StepScalars scalars;
@@ -142,7 +132,7 @@ std::unique_ptr<TrainStep::Program> build_program(Session& session, graph::Graph
   for (size_t i = 0; i < params.size(); ++i)
     for (size_t k = 0; k < slots.size(); ++k) {
       if (!state_given) {
-        state[i].push_back(graph::kAbsent);
+        state[i].push_back(-1); // not read: the first update starts the state
         continue;
       }
       state[i].push_back(g.add_input(fmt::format("{}__{}", param_names[i], slots[k]), g.value(params[i]).type));

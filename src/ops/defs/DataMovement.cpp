@@ -706,7 +706,8 @@ std::vector<std::string> pad_source_indices(OpContext& ctx, const PadSpec& p, bo
     const int64_t n = x.shape[d], b = p.before[d];
     const std::string t = b == 0 ? "j" : "(j - " + std::to_string(b) + ")";
     if (p.mode == PadMode::Constant) {
-      in[d] = b == 0 ? idx[d] : idx[d] + " - " + std::to_string(b);
+      // `i + 0`, not a bare `i`: a bare index would tie Y's extent to X's.
+      in[d] = b == 0 ? idx[d] + " + 0" : idx[d] + " - " + std::to_string(b);
       guarded |= p.before[d] > 0 || p.after[d] > 0;
       continue;
     }
@@ -767,7 +768,8 @@ void emit_pad_grad(OpContext& ctx) {
       if (p.before[d] != 0) {
         in[d] = idx[d] + (p.before[d] > 0 ? " + " : " - ") + std::to_string(std::abs(p.before[d]));
         guarded |= p.before[d] < 0 || p.after[d] < 0;
-      } else {
+      } else if (p.after[d] != 0) {
+        in[d] = idx[d] + " + 0"; // dY is longer or shorter: a bare index would tie their extents
         guarded |= p.after[d] < 0;
       }
     ctx.stmt(access("dX", idx) + " = " + maybe_guarded(access("dY", in), guarded, x.dtype));

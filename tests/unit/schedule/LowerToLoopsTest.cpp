@@ -91,10 +91,17 @@ TEST(LowerToLoops, HalfMatmulAccumulatesInF32Register) {
             "for i<4> grid.x { for j<5> { alloc acc:f32 register { acc=; for k<3> { acc= }; C= } } }");
   auto st = stores(p.funcs[0].body);
   ASSERT_EQ(st.size(), 3u);
-  // acc[0] = acc[0] + f32(A[i,k] * B[k,j]); C[i,j] = f16(acc[0])
+  // acc[0] = acc[0] + f32(A[i,k]) * f32(B[k,j]); C[i,j] = f16(acc[0]): the product too
+  // is computed in f32.
   EXPECT_EQ(st[1]->value->type, DType::F32);
-  ASSERT_EQ(st[1]->value->operands[1]->kind, ExprKind::Cast);
-  EXPECT_EQ(st[1]->value->operands[1]->type, DType::F32);
+  const Expr& product = st[1]->value->operands[1];
+  ASSERT_EQ(product->kind, ExprKind::Binary);
+  EXPECT_EQ(product->type, DType::F32);
+  for (const Expr& factor : product->operands) {
+    ASSERT_EQ(factor->kind, ExprKind::Cast);
+    EXPECT_EQ(factor->type, DType::F32);
+    EXPECT_EQ(factor->operands[0]->type, DType::F16);
+  }
   ASSERT_EQ(st[2]->value->kind, ExprKind::Cast);
   EXPECT_EQ(st[2]->value->type, DType::F16);
   EXPECT_EQ(st[2]->value->operands[0]->name, "acc");

@@ -1,5 +1,5 @@
 // Whole training steps on the cpu device: a linear model with a hand-written backward
-// (so these tests do not depend on autodiff) trained for a few steps by SGD with momentum
+// (so these tests check the step apart from autodiff, and then autodiff against it) trained for a few steps by SGD with momentum
 // and dampening, Adam and AdamW under a warm-up + cosine schedule and clipping, checked
 // against the same training computed here on the host in double precision (torch.optim's
 // formulas; tests/python/test_train.py checks against torch itself). Also: the optimizer
@@ -201,6 +201,32 @@ TEST_F(TrainStepTest, AdamWithL2AndClipping) {
 
 TEST_F(TrainStepTest, AdamWDecoupledUnderWarmupCosine) {
   train_and_compare(OptimizerConfig::adamw(LrSchedule::warmup_cosine(0.1, 2, 6, 0.01)), std::nullopt, 7);
+}
+
+TEST_F(TrainStepTest, DerivedGradientsEqualTheHandWrittenOnes) {
+  // The same training with the gradients appended by graph::append_gradients.
+  LinearModel model;
+  const OptimizerConfig config = OptimizerConfig::adamw(LrSchedule::warmup_cosine(0.1, 1, 3));
+  TrainStepOptions options;
+  options.keep_gradients = true;
+  TrainStep given(session_, model.g, model.loss, {"W", "b"}, config, options, model.grads);
+  TrainStep derived(session_, model.g, model.loss, {"W", "b"}, config, options);
+  TrainState a = make_train_state(session_, {{"W", w_}, {"b", b_}}, config);
+  TrainState b = make_train_state(session_, {{"W", w_}, {"b", b_}}, config);
+  const std::vector<DeviceTensor> batch{upload(session_, x_), upload(session_, y_)};
+  for (int s = 0; s < 3; ++s) {
+    EXPECT_NEAR(derived.run(b, batch), given.run(a, batch), 1e-12);
+    for (size_t i = 0; i < 2; ++i) {
+      const std::vector<double> want = values(download(session_, given.gradients()[i]));
+      const std::vector<double> got = values(download(session_, derived.gradients()[i]));
+      for (size_t e = 0; e < want.size(); ++e)
+        EXPECT_NEAR(got[e], want[e], 1e-12) << "step " << s << " gradient " << i;
+    }
+  }
+  const std::vector<double> want = values(download(session_, a.params[0]));
+  const std::vector<double> got = values(download(session_, b.params[0]));
+  for (size_t e = 0; e < want.size(); ++e)
+    EXPECT_NEAR(got[e], want[e], 1e-12);
 }
 
 TEST_F(TrainStepTest, StateHasTheOptimizersTensors) {
