@@ -81,22 +81,34 @@ def check_params(params, cfg):
         raise ValueError(f"unexpected parameter '{extra[0]}' for this configuration")
 
 
+def _linear(x, w, b=None):
+    """x W^T (+ b) on the last axis, W in PyTorch's [out, in] layout. Written as a 2-D
+    matmul with W transposed rather than with tl.linear: on the cpu device the library's
+    linear (Y[m, n] += X[m, k] * W[n, k]) is not scheduled as a GEMM yet and ran 70x
+    slower than this form at the model's shapes (see docs/PERFORMANCE.md)."""
+    lead = x.shape[:-1]
+    y = tl.matmul(tl.reshape(x, (-1, x.shape[-1])), tl.transpose(w))
+    if b is not None:
+        y = y + b
+    return tl.reshape(y, (*lead, w.shape[0]))
+
+
 def _block(p, x, cfg, i):
     b, t, d = x.shape
     hd = d // cfg.heads
     pre = f"h.{i}."
     h = tl.layernorm(x, p[pre + "ln_1.weight"], p[pre + "ln_1.bias"], epsilon=LAYERNORM_EPS)
-    qkv = tl.linear(h, p[pre + "attn.c_attn.weight"], p[pre + "attn.c_attn.bias"])  # [b, t, 3d]
+    qkv = _linear(h, p[pre + "attn.c_attn.weight"], p[pre + "attn.c_attn.bias"])  # [b, t, 3d]
     heads = []
     for j in range(3):  # q, k, v: [b, heads, t, hd]
         part = qkv[:, :, j * d:(j + 1) * d]
         heads.append(tl.transpose(tl.reshape(part, (b, t, cfg.heads, hd)), (0, 2, 1, 3)))
     y = tl.scaled_dot_product_attention(heads[0], heads[1], heads[2], causal=1)
     y = tl.reshape(tl.transpose(y, (0, 2, 1, 3)), (b, t, d))
-    x = x + tl.linear(y, p[pre + "attn.c_proj.weight"], p[pre + "attn.c_proj.bias"])
+    x = x + _linear(y, p[pre + "attn.c_proj.weight"], p[pre + "attn.c_proj.bias"])
     h = tl.layernorm(x, p[pre + "ln_2.weight"], p[pre + "ln_2.bias"], epsilon=LAYERNORM_EPS)
-    h = tl.gelu(tl.linear(h, p[pre + "mlp.c_fc.weight"], p[pre + "mlp.c_fc.bias"]))
-    return x + tl.linear(h, p[pre + "mlp.c_proj.weight"], p[pre + "mlp.c_proj.bias"])
+    h = tl.gelu(_linear(h, p[pre + "mlp.c_fc.weight"], p[pre + "mlp.c_fc.bias"]))
+    return x + _linear(h, p[pre + "mlp.c_proj.weight"], p[pre + "mlp.c_proj.bias"])
 
 
 def logits(p, idx, cfg):
@@ -105,7 +117,7 @@ def logits(p, idx, cfg):
     for i in range(cfg.layers):
         x = _block(p, x, cfg, i)
     x = tl.layernorm(x, p["ln_f.weight"], p["ln_f.bias"], epsilon=LAYERNORM_EPS)
-    return tl.linear(x, p["wte"])  # the head shares the token embedding
+    return _linear(x, p["wte"])  # the head shares the token embedding
 
 
 def loss(p, idx, targets, cfg):

@@ -89,3 +89,28 @@ class GPT(nn.Module):
 
 def make(cfg, params, dtype=torch.float32):
     return GPT(cfg).to(dtype).load_numpy(params)
+
+
+class Trainer:
+    """The PyTorch side of a training run: the model on `params` and torch.optim.AdamW
+    (decoupled weight decay, on every parameter like tl.optim.AdamW's), with optional
+    clipping by global norm. `step(x, y)` returns the loss before the update."""
+
+    def __init__(self, cfg, params, lr, weight_decay, betas=(0.9, 0.999), eps=1e-8, clip_norm=None,
+                 dtype=torch.float32):
+        self.model = make(cfg, params, dtype)
+        self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=lr, betas=betas, eps=eps,
+                                           weight_decay=weight_decay)
+        self.clip_norm = clip_norm
+
+    def step(self, x, y, lr=None):
+        if lr is not None:
+            for group in self.optimizer.param_groups:
+                group["lr"] = lr
+        self.optimizer.zero_grad(set_to_none=True)
+        loss = self.model(torch.from_numpy(x), torch.from_numpy(y))
+        loss.backward()
+        if self.clip_norm is not None:
+            torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.clip_norm)
+        self.optimizer.step()
+        return loss.item()

@@ -2,14 +2,20 @@
 into a graph of op calls, append the reverse-mode nodes computing d(loss)/d(argument)
 (the engine's append_gradients: derived from the ops' comprehensions where it can, the
 registered gradient ops otherwise), and run the loss, the auxiliary outputs and the
-gradients as one kernel. Called on traced tensors (inside another traced function), they
+gradients on the graph executor (as one kernel where the engine has none). Called on traced tensors (inside another traced function), they
 add the gradient nodes to that trace instead."""
 
 import functools
 import inspect
 
 from . import _core
+from ._kernels import _pick_device, to_device_tensor
+from ._tensor import Tensor
 from ._trace import KernelFunction, Sym, _fail
+
+# The graph executor (fusion into several kernels, memory planning) where the engine has
+# it; otherwise the traced graph runs as one kernel, as @tl.kernel's do.
+_EXECUTOR = hasattr(_core, "GraphExecutor")
 
 
 def _argnums(argnums):
@@ -37,7 +43,9 @@ class _GradFunction:
         # The traced function takes f's arguments (KernelFunction binds by signature).
         self._kernel._signature = inspect.signature(f)
         self._layouts = {}  # per traced key: how many aux outputs, and whether a tuple
-        self._last_layout = None
+        self._graphs = {}  # per traced key: the graph (loss, aux and gradients as outputs)
+        self._executors = {}  # per (traced key, device)
+        self._last_layout = self._last_graph = None
 
     def _traced(self, *args, **kwargs):
         for i in self._argnums:
@@ -61,6 +69,7 @@ class _GradFunction:
         graph = loss._g
         grads = _core.append_gradients(graph, loss._v, [args[i]._v for i in self._argnums])
         self._last_layout = None if aux is None else (len(aux_items), isinstance(aux, (tuple, list)))
+        self._last_graph = graph
         return (loss, *aux_items, *[Sym(graph, v) for v in grads])
 
     def _shape_result(self, outputs, layout):
@@ -82,12 +91,28 @@ class _GradFunction:
             outputs = self._traced(*args, **kwargs)  # inside another trace: add to its graph
             return self._shape_result(outputs, self._last_layout)
         key = self._kernel._bind(args, kwargs)[2]
-        self._last_layout = None
+        self._last_layout = self._last_graph = None
         kernel, _, values = self._kernel._specialize(args, kwargs)
         if key not in self._layouts:
             self._layouts[key] = self._last_layout
-        result = kernel(*values, device=device)
+            self._graphs[key] = self._last_graph
+        if _EXECUTOR:
+            result = self._run_graph(key, values, device)
+        else:
+            result = kernel(*values, device=device)
         return self._shape_result(result if isinstance(result, tuple) else (result,), self._layouts[key])
+
+    def _run_graph(self, key, values, device):
+        """The traced graph on the graph executor (fused kernels, planned buffers), one
+        executor per argument types and device."""
+        dev = _pick_device(device, values)
+        exe = self._executors.get((key, dev.name))
+        if exe is None:
+            exe = _core.GraphExecutor(dev, self._graphs[key], name=self._kernel._name)
+            self._executors[(key, dev.name)] = exe
+        as_tensors = any(isinstance(v, Tensor) for v in values)
+        inputs = [to_device_tensor(v, dev, f"argument {i}") for i, v in enumerate(values)]
+        return tuple(Tensor(o) if as_tensors else o.numpy() for o in exe.run(inputs))
 
     def trace(self, *args, **kwargs):
         """The tl.Kernel computing the loss, aux outputs and gradients for these arguments."""

@@ -56,7 +56,17 @@ std::vector<ValueId> Graph::add_node(const std::string& op_name, const std::vect
     }
     if (inputs.size() > ports.size())
       throw UserError(fmt::format("error: op:{} takes at most {} inputs, got {}", op_name, ports.size(), inputs.size()));
-    for (size_t i = 0; i < inputs.size(); ++i) bound.emplace_back(ports[i], inputs[i]);
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      if (inputs[i] == kAbsent) {
+        const ops::Port* port = nullptr;
+        for (const ops::Port& p : op.inputs)
+          if (p.name == ports[i]) port = &p;
+        if (port == nullptr || !port->optional)
+          throw UserError(fmt::format("error: op:{}: input '{}' is not optional", op_name, ports[i]));
+        continue;
+      }
+      bound.emplace_back(ports[i], inputs[i]);
+    }
   } catch (const UserError& e) {
     throw located(e, where);
   }

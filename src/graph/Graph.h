@@ -11,6 +11,8 @@
 namespace unitile::graph {
 
 using ValueId = int;
+/// In add_node's inputs: an optional port left out, so a later optional port can be given.
+inline constexpr ValueId kAbsent = -1;
 
 struct Value {
   ops::TensorSpec type;
@@ -34,7 +36,8 @@ public:
   ValueId add_input(const std::string& name, ops::TensorSpec type);
   /// Call op `op` on `inputs` (bound to its input ports in order) with `attrs`: the op is
   /// instantiated now, so a dtype, shape or attribute error is a UserError at this call,
-  /// prefixed with `where`. Returns the output values, in port order.
+  /// prefixed with `where`. An optional port may be skipped with kAbsent. Returns the
+  /// output values, in port order.
   std::vector<ValueId> add_node(const std::string& op, const std::vector<ValueId>& inputs,
                                 const ops::Attrs& attrs, const std::string& where);
   /// The same, with each input bound to a port by name: an optional port may be left out

@@ -16,8 +16,16 @@ import numpy as np
 import pytest
 
 import unitile as tl
+from unitile import _autodiff
 
 RTOL, ATOL, EPS = 1e-5, 1e-7, 1e-6
+
+
+@pytest.fixture(autouse=True)
+def one_kernel(monkeypatch):
+    """The gradient graphs run as one kernel here, not on the graph executor: the same
+    gradients at a fraction of the compiling (the executor is exercised by test_grad.py)."""
+    monkeypatch.setattr(_autodiff, "_EXECUTOR", False)
 
 
 def gen(rng, shape, kind):

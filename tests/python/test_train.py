@@ -95,3 +95,16 @@ def test_params_are_copied_and_saved_and_loaded(tmp_path):
         other.load(tmp_path / "q.npz")
     with pytest.raises(tl.Error, match="keeps no gradients"):
         other.grads
+
+
+def test_bad_loss_functions_and_batches_are_clear_errors():
+    ts = tl.TrainStep(lambda p, x: x @ p["w"], {"w": np.ones((3, 2))}, tl.optim.SGD(0.1))
+    with pytest.raises(tl.Error, match=r"test_train.py:\d+: error: the loss must be a single float value, got f64\[4, 2\]"):
+        ts.step(np.ones((4, 3)))
+    ts = tl.TrainStep(lambda p, x: 3.0, {"w": np.ones((3, 2))}, tl.optim.SGD(0.1))
+    with pytest.raises(tl.Error, match="must return a tensor computed from its inputs"):
+        ts.step(np.ones((4, 3)))
+    ts = tl.TrainStep(lambda p, x, k: (x @ p["w"]).sum() * k, {"w": np.ones((3, 2))}, tl.optim.SGD(0.1))
+    with pytest.raises(tl.Error, match="batch item 1 is a float, not an array"):
+        ts.step(np.ones((4, 3)), 2.0)
+    assert ts.step_count == 0
