@@ -25,54 +25,75 @@ bool is_one(const Expr& e) {
          (e->kind == ExprKind::FloatImm && e->float_value == 1.0);
 }
 
-Expr lit(double v, DType t) { return float_imm(v, is_float(t) ? t : DType::F32); }
+Expr lit(double v, DType t) {
+  return float_imm(v, is_float(t) ? t : DType::F32);
+}
 Expr mul(const Expr& a, const Expr& b) {
-  if (is_one(a)) return b;
-  if (is_one(b)) return a;
+  if (is_one(a))
+    return b;
+  if (is_one(b))
+    return a;
   return binary(BinaryOp::Mul, a, b);
 }
-Expr div(const Expr& a, const Expr& b) { return binary(BinaryOp::Div, a, b); }
+Expr div(const Expr& a, const Expr& b) {
+  return binary(BinaryOp::Div, a, b);
+}
 Expr add(const Expr& a, const Expr& b) {
-  if (!a) return b;
-  if (!b) return a;
+  if (!a)
+    return b;
+  if (!b)
+    return a;
   return binary(BinaryOp::Add, a, b);
 }
-Expr sub(const Expr& a, const Expr& b) { return binary(BinaryOp::Sub, a, b); }
+Expr sub(const Expr& a, const Expr& b) {
+  return binary(BinaryOp::Sub, a, b);
+}
 Expr neg(const Expr& a) {
-  if (a->kind == ExprKind::Unary && a->unary_op == UnaryOp::Neg) return a->operands[0];
+  if (a->kind == ExprKind::Unary && a->unary_op == UnaryOp::Neg)
+    return a->operands[0];
   return unary(UnaryOp::Neg, a);
 }
-Expr fn(MathFn f, const Expr& x) { return call(f, {x}); }
-Expr square(const Expr& x) { return binary(BinaryOp::Mul, x, x); }
+Expr fn(MathFn f, const Expr& x) {
+  return call(f, {x});
+}
+Expr square(const Expr& x) {
+  return binary(BinaryOp::Mul, x, x);
+}
 
 /// The index variables an expression mentions (every Var: op kernels have no params and
 /// their shapes are numbers; a shape symbol of a hand-written kernel is never on the
 /// left, so it never counts as one).
 void collect_vars(const Expr& e, std::set<std::string>& out) {
   visit(e, [&](const Expr& n) {
-    if (n->kind == ExprKind::Var) out.insert(n->name);
+    if (n->kind == ExprKind::Var)
+      out.insert(n->name);
   });
 }
 
 /// Variables that occur alone as an index of some access: their ranges are inferable.
 void collect_bare_vars(const Expr& e, std::set<std::string>& out) {
   visit(e, [&](const Expr& n) {
-    if (n->kind != ExprKind::Access) return;
+    if (n->kind != ExprKind::Access)
+      return;
     for (const Expr& i : n->operands)
-      if (i->kind == ExprKind::Var) out.insert(i->name);
+      if (i->kind == ExprKind::Var)
+        out.insert(i->name);
   });
 }
 
 void collect_reads(const Expr& e, std::set<std::string>& out) {
   visit(e, [&](const Expr& n) {
-    if (n->kind == ExprKind::Access) out.insert(n->name);
+    if (n->kind == ExprKind::Access)
+      out.insert(n->name);
   });
 }
 
 Expr substitute_vars(const Expr& e, const std::map<std::string, Expr>& subst) {
-  if (subst.empty()) return e;
+  if (subst.empty())
+    return e;
   return rewrite(e, [&](const Expr& n) {
-    if (n->kind != ExprKind::Var) return n;
+    if (n->kind != ExprKind::Var)
+      return n;
     auto it = subst.find(n->name);
     return it == subst.end() ? n : it->second;
   });
@@ -80,9 +101,11 @@ Expr substitute_vars(const Expr& e, const std::map<std::string, Expr>& subst) {
 
 Expr rename_tensors(const Expr& e, const std::map<std::string, std::string>& names) {
   return rewrite(e, [&](const Expr& n) {
-    if (n->kind != ExprKind::Access) return n;
+    if (n->kind != ExprKind::Access)
+      return n;
     auto it = names.find(n->name);
-    if (it == names.end()) return n;
+    if (it == names.end())
+      return n;
     return access(it->second, n->operands, n->type, n->guard, n->loc);
   });
 }
@@ -101,12 +124,14 @@ public:
   Deriver(const Kernel& k, const VjpRequest& r) : fk_(k), req_(r) {}
 
   VjpKernel run() {
-    if (!fk_.params.empty()) throw CannotDerive{"the kernel has runtime params"};
+    if (!fk_.params.empty())
+      throw CannotDerive{"the kernel has runtime params"};
     for (const TensorDecl& t : fk_.tensors) {
       decl_[t.name] = &t;
       taken_.insert(t.name);
     }
-    for (const std::string& s : fk_.shape_symbols()) taken_.insert(s);
+    for (const std::string& s : fk_.shape_symbols())
+      taken_.insert(s);
     for (const Comprehension& c : fk_.body) {
       taken_.insert(c.indices.begin(), c.indices.end());
       taken_.insert(c.reduction_vars.begin(), c.reduction_vars.end());
@@ -114,23 +139,28 @@ public:
     for (const std::string& o : req_.cotangents) {
       const TensorDecl* t = find(o);
       if (!t || t->role != TensorRole::Output)
-        throw UserError(fmt::format("error: kernel {} has no output '{}' to take a cotangent of", fk_.name, o));
+        throw UserError(
+            fmt::format("error: kernel {} has no output '{}' to take a cotangent of", fk_.name, o));
       cot_name_[o] = port_name(o);
       result_.cotangent_inputs[o] = cot_name_[o];
     }
     for (const std::string& x : req_.wrt) {
       const TensorDecl* t = find(x);
       if (!t || t->role != TensorRole::Input)
-        throw UserError(fmt::format("error: kernel {} has no input '{}' to differentiate with respect to", fk_.name, x));
+        throw UserError(fmt::format(
+            "error: kernel {} has no input '{}' to differentiate with respect to", fk_.name, x));
       if (grad_name_.count(x))
-        throw UserError(fmt::format("error: input '{}' is listed twice to differentiate with respect to", x));
+        throw UserError(
+            fmt::format("error: input '{}' is listed twice to differentiate with respect to", x));
       grad_name_[x] = port_name(x);
       result_.gradient_outputs[x] = grad_name_[x];
     }
     analyse();
     for (size_t s = fk_.body.size(); s-- > 0;)
-      if (active_.count(fk_.body[s].output)) differentiate(s);
-    for (const std::string& x : req_.wrt) emit_total(x);
+      if (active_.count(fk_.body[s].output))
+        differentiate(s);
+    for (const std::string& x : req_.wrt)
+      emit_total(x);
     return assemble();
   }
 
@@ -156,16 +186,19 @@ private:
   }
 
   std::string unique(std::string name) {
-    while (taken_.count(name)) name += "_";
+    while (taken_.count(name))
+      name += "_";
     taken_.insert(name);
     return name;
   }
 
   std::string port_name(const std::string& t) {
     auto it = req_.names.find(t);
-    if (it == req_.names.end()) return unique("d" + t);
+    if (it == req_.names.end())
+      return unique("d" + t);
     if (taken_.count(it->second))
-      throw UserError(fmt::format("error: the name '{}' for d{} is already used in kernel {}", it->second, t, fk_.name));
+      throw UserError(fmt::format("error: the name '{}' for d{} is already used in kernel {}",
+                                  it->second, t, fk_.name));
     taken_.insert(it->second);
     return it->second;
   }
@@ -175,36 +208,48 @@ private:
   void analyse() {
     std::set<std::string> varied, useful;
     for (const std::string& x : req_.wrt)
-      if (is_float_tensor(x)) varied.insert(x);
+      if (is_float_tensor(x))
+        varied.insert(x);
     for (const Comprehension& c : fk_.body) {
-      if (!is_float_tensor(c.output)) continue;
+      if (!is_float_tensor(c.output))
+        continue;
       std::set<std::string> reads;
       collect_reads(c.value, reads);
       for (const std::string& r : reads)
-        if (varied.count(r)) varied.insert(c.output);
+        if (varied.count(r))
+          varied.insert(c.output);
     }
     for (const std::string& o : req_.cotangents)
-      if (is_float_tensor(o)) useful.insert(o);
+      if (is_float_tensor(o))
+        useful.insert(o);
     for (size_t s = fk_.body.size(); s-- > 0;) {
       const Comprehension& c = fk_.body[s];
-      if (!useful.count(c.output)) continue;
+      if (!useful.count(c.output))
+        continue;
       std::set<std::string> reads;
       collect_reads(c.value, reads);
       for (const std::string& r : reads)
-        if (is_float_tensor(r)) useful.insert(r);
+        if (is_float_tensor(r))
+          useful.insert(r);
     }
     for (const std::string& t : varied)
-      if (useful.count(t)) active_.insert(t);
+      if (useful.count(t))
+        active_.insert(t);
     // Every tensor on the path must be defined by one plain `=` or `+=` statement.
     std::map<std::string, int> writers;
-    for (const Comprehension& c : fk_.body) ++writers[c.output];
+    for (const Comprehension& c : fk_.body)
+      ++writers[c.output];
     for (size_t s = 0; s < fk_.body.size(); ++s) {
       const Comprehension& c = fk_.body[s];
-      if (!active_.count(c.output)) continue;
-      const std::string where = fmt::format("statement {} ({}[...] {} ...)", s + 1, c.output, reduce_token(c.reduce));
+      if (!active_.count(c.output))
+        continue;
+      const std::string where =
+          fmt::format("statement {} ({}[...] {} ...)", s + 1, c.output, reduce_token(c.reduce));
       if (writers[c.output] > 1)
-        throw CannotDerive{fmt::format("{}: '{}' is written by {} statements", where, c.output, writers[c.output])};
-      if (c.is_indirect_store()) throw CannotDerive{where + ": an indirect store (scatter)"};
+        throw CannotDerive{fmt::format("{}: '{}' is written by {} statements", where, c.output,
+                                       writers[c.output])};
+      if (c.is_indirect_store())
+        throw CannotDerive{where + ": an indirect store (scatter)"};
       if (c.reduce != ReduceKind::Assign && c.reduce != ReduceKind::Add)
         throw CannotDerive{fmt::format("{}: a '{}' reduction", where, reduce_token(c.reduce))};
     }
@@ -215,7 +260,8 @@ private:
   bool depends(const Expr& e) const {
     bool found = false;
     visit(e, [&](const Expr& n) {
-      if (n->kind == ExprKind::Access && active_.count(n->name)) found = true;
+      if (n->kind == ExprKind::Access && active_.count(n->name))
+        found = true;
     });
     return found;
   }
@@ -228,7 +274,8 @@ private:
 
   /// Propagate the adjoint `g` of `e` to the reads of active tensors inside it.
   void backprop(const Expr& e, const Expr& g, Reads& out, size_t stmt) const {
-    if (!depends(e)) return;
+    if (!depends(e))
+      return;
     const auto fail = [&](const std::string& what) {
       throw CannotDerive{fmt::format("statement {}: {} in `{}`", stmt + 1, what, to_string(e))};
     };
@@ -236,8 +283,10 @@ private:
     const DType t = e->type;
     switch (e->kind) {
     case ExprKind::Access: {
-      if (e->guard && depends(e->guard)) fail("a guard value on the gradient path");
-      if (!active_.count(e->name)) return;
+      if (e->guard && depends(e->guard))
+        fail("a guard value on the gradient path");
+      if (!active_.count(e->name))
+        return;
       const std::string key = to_string(e);
       auto it = out.by_text.find(key);
       if (it == out.by_text.end()) {
@@ -250,7 +299,8 @@ private:
       return;
     }
     case ExprKind::Unary:
-      if (e->unary_op == UnaryOp::Neg) backprop(x[0], neg(g), out, stmt);
+      if (e->unary_op == UnaryOp::Neg)
+        backprop(x[0], neg(g), out, stmt);
       return; // logical not: no gradient
     case ExprKind::Binary:
       switch (e->binary_op) {
@@ -268,21 +318,28 @@ private:
         return;
       case BinaryOp::Div:
         backprop(x[0], div(g, x[1]), out, stmt);
-        if (depends(x[1])) backprop(x[1], neg(div(mul(g, x[0]), square(x[1]))), out, stmt);
+        if (depends(x[1]))
+          backprop(x[1], neg(div(mul(g, x[0]), square(x[1]))), out, stmt);
         return;
       case BinaryOp::FloorDiv:
-      case BinaryOp::Mod: fail(fmt::format("'{}' on a value", binary_op_token(e->binary_op)));
-      default: return; // comparisons and logic: piecewise constant
+      case BinaryOp::Mod:
+        fail(fmt::format("'{}' on a value", binary_op_token(e->binary_op)));
+      default:
+        return; // comparisons and logic: piecewise constant
       }
     case ExprKind::Select:
       backprop(x[1], select(x[0], g, lit(0, t)), out, stmt);
       backprop(x[2], select(x[0], lit(0, t), g), out, stmt);
       return;
     case ExprKind::Cast:
-      if (is_float(t) && is_float(x[0]->type)) backprop(x[0], g, out, stmt);
+      if (is_float(t) && is_float(x[0]->type))
+        backprop(x[0], g, out, stmt);
       return; // to an integer or bool: no gradient
-    case ExprKind::Call: backprop_call(e, g, out, stmt); return;
-    default: return;
+    case ExprKind::Call:
+      backprop_call(e, g, out, stmt);
+      return;
+    default:
+      return;
     }
   }
 
@@ -294,47 +351,93 @@ private:
     auto to_a = [&](const Expr& d) { backprop(a, d, out, stmt); };
     constexpr double kLn2 = 0.69314718055994531;
     switch (e->math_fn) {
-    case MathFn::Exp: to_a(mul(g, fn(MathFn::Exp, a))); return;
-    case MathFn::Exp2: to_a(mul(mul(g, fn(MathFn::Exp2, a)), lit(kLn2, t))); return;
-    case MathFn::Expm1: to_a(mul(g, fn(MathFn::Exp, a))); return;
-    case MathFn::Log: to_a(div(g, a)); return;
-    case MathFn::Log2: to_a(div(g, mul(a, lit(kLn2, t)))); return;
-    case MathFn::Log1p: to_a(div(g, add(one(), a))); return;
-    case MathFn::Sqrt: to_a(div(mul(g, lit(0.5, t)), fn(MathFn::Sqrt, a))); return;
-    case MathFn::Rsqrt: to_a(div(mul(mul(g, lit(-0.5, t)), fn(MathFn::Rsqrt, a)), a)); return;
-    case MathFn::Tanh: to_a(mul(g, sub(one(), square(fn(MathFn::Tanh, a))))); return;
+    case MathFn::Exp:
+      to_a(mul(g, fn(MathFn::Exp, a)));
+      return;
+    case MathFn::Exp2:
+      to_a(mul(mul(g, fn(MathFn::Exp2, a)), lit(kLn2, t)));
+      return;
+    case MathFn::Expm1:
+      to_a(mul(g, fn(MathFn::Exp, a)));
+      return;
+    case MathFn::Log:
+      to_a(div(g, a));
+      return;
+    case MathFn::Log2:
+      to_a(div(g, mul(a, lit(kLn2, t))));
+      return;
+    case MathFn::Log1p:
+      to_a(div(g, add(one(), a)));
+      return;
+    case MathFn::Sqrt:
+      to_a(div(mul(g, lit(0.5, t)), fn(MathFn::Sqrt, a)));
+      return;
+    case MathFn::Rsqrt:
+      to_a(div(mul(mul(g, lit(-0.5, t)), fn(MathFn::Rsqrt, a)), a));
+      return;
+    case MathFn::Tanh:
+      to_a(mul(g, sub(one(), square(fn(MathFn::Tanh, a)))));
+      return;
     case MathFn::Sigmoid:
       to_a(mul(mul(g, fn(MathFn::Sigmoid, a)), sub(one(), fn(MathFn::Sigmoid, a))));
       return;
-    case MathFn::Erf: to_a(mul(mul(g, lit(1.1283791670955126, t)), fn(MathFn::Exp, neg(square(a))))); return;
-    case MathFn::Sin: to_a(mul(g, fn(MathFn::Cos, a))); return;
-    case MathFn::Cos: to_a(mul(g, neg(fn(MathFn::Sin, a)))); return;
-    case MathFn::Tan: to_a(div(g, square(fn(MathFn::Cos, a)))); return;
-    case MathFn::Asin: to_a(mul(g, fn(MathFn::Rsqrt, sub(one(), square(a))))); return;
-    case MathFn::Acos: to_a(neg(mul(g, fn(MathFn::Rsqrt, sub(one(), square(a)))))); return;
-    case MathFn::Atan: to_a(div(g, add(one(), square(a)))); return;
-    case MathFn::Sinh: to_a(mul(g, fn(MathFn::Cosh, a))); return;
-    case MathFn::Cosh: to_a(mul(g, fn(MathFn::Sinh, a))); return;
-    case MathFn::Asinh: to_a(mul(g, fn(MathFn::Rsqrt, add(square(a), one())))); return;
-    case MathFn::Acosh: to_a(mul(g, fn(MathFn::Rsqrt, sub(square(a), one())))); return;
-    case MathFn::Atanh: to_a(div(g, sub(one(), square(a)))); return;
-    case MathFn::Abs: to_a(mul(g, fn(MathFn::Sign, a))); return;
+    case MathFn::Erf:
+      to_a(mul(mul(g, lit(1.1283791670955126, t)), fn(MathFn::Exp, neg(square(a)))));
+      return;
+    case MathFn::Sin:
+      to_a(mul(g, fn(MathFn::Cos, a)));
+      return;
+    case MathFn::Cos:
+      to_a(mul(g, neg(fn(MathFn::Sin, a))));
+      return;
+    case MathFn::Tan:
+      to_a(div(g, square(fn(MathFn::Cos, a))));
+      return;
+    case MathFn::Asin:
+      to_a(mul(g, fn(MathFn::Rsqrt, sub(one(), square(a)))));
+      return;
+    case MathFn::Acos:
+      to_a(neg(mul(g, fn(MathFn::Rsqrt, sub(one(), square(a))))));
+      return;
+    case MathFn::Atan:
+      to_a(div(g, add(one(), square(a))));
+      return;
+    case MathFn::Sinh:
+      to_a(mul(g, fn(MathFn::Cosh, a)));
+      return;
+    case MathFn::Cosh:
+      to_a(mul(g, fn(MathFn::Sinh, a)));
+      return;
+    case MathFn::Asinh:
+      to_a(mul(g, fn(MathFn::Rsqrt, add(square(a), one()))));
+      return;
+    case MathFn::Acosh:
+      to_a(mul(g, fn(MathFn::Rsqrt, sub(square(a), one()))));
+      return;
+    case MathFn::Atanh:
+      to_a(div(g, sub(one(), square(a))));
+      return;
+    case MathFn::Abs:
+      to_a(mul(g, fn(MathFn::Sign, a)));
+      return;
     case MathFn::Pow: {
       const Expr& b = x[1];
       if (depends(a)) {
         Expr b1 = b->kind == ExprKind::FloatImm ? lit(b->float_value - 1, t)
                   : b->kind == ExprKind::IntImm ? lit(static_cast<double>(b->int_value) - 1, t)
-                                                 : sub(b, one());
+                                                : sub(b, one());
         to_a(mul(mul(g, b), call(MathFn::Pow, {a, b1})));
       }
-      if (depends(b)) backprop(b, mul(mul(g, e), fn(MathFn::Log, a)), out, stmt);
+      if (depends(b))
+        backprop(b, mul(mul(g, e), fn(MathFn::Log, a)), out, stmt);
       return;
     }
     case MathFn::Max:
     case MathFn::Min: {
       // The larger (smaller) operand takes the gradient; on a tie, the second one (so
       // relu written max(x, 0) has gradient 0 at 0, as PyTorch's).
-      const Expr first_wins = binary(e->math_fn == MathFn::Max ? BinaryOp::Gt : BinaryOp::Lt, a, x[1]);
+      const Expr first_wins =
+          binary(e->math_fn == MathFn::Max ? BinaryOp::Gt : BinaryOp::Lt, a, x[1]);
       to_a(select(first_wins, g, lit(0, t)));
       backprop(x[1], select(first_wins, lit(0, t), g), out, stmt);
       return;
@@ -356,9 +459,11 @@ private:
     case MathFn::Trunc:
     case MathFn::Sign:
     case MathFn::IsNan:
-    case MathFn::IsInf: return; // piecewise constant: zero almost everywhere
+    case MathFn::IsInf:
+      return; // piecewise constant: zero almost everywhere
     }
-    throw CannotDerive{fmt::format("statement {}: no derivative for {}()", stmt + 1, math_fn_name(e->math_fn))};
+    throw CannotDerive{
+        fmt::format("statement {}: no derivative for {}()", stmt + 1, math_fn_name(e->math_fn))};
   }
 
   // --- the reverse sweep ----------------------------------------------------------------
@@ -381,7 +486,8 @@ private:
     }
     const Expr value = substitute_vars(c.value, zero);
     std::vector<Expr> out_idx;
-    for (const std::string& v : c.indices) out_idx.push_back(zero.count(v) ? int_imm(0) : var(v));
+    for (const std::string& v : c.indices)
+      out_idx.push_back(zero.count(v) ? int_imm(0) : var(v));
     const Expr g = access(adjoint_of(c.output), out_idx, find(c.output)->dtype);
     Reads reads;
     backprop(value, g, reads, s);
@@ -391,7 +497,8 @@ private:
       Contribution k;
       std::map<std::string, Expr> extents;
       for (const std::string& v : vars)
-        if (!zero.count(v)) extents[v] = c.ranges.at(v);
+        if (!zero.count(v))
+          extents[v] = c.ranges.at(v);
       for (size_t d = 0; d < a->operands.size(); ++d) {
         const Expr& i = a->operands[d];
         const bool unit_dim = rt.shape[d]->kind == ExprKind::IntImm && rt.shape[d]->int_value == 1;
@@ -412,17 +519,21 @@ private:
       std::set<std::string> right;
       collect_vars(v, right);
       for (const auto& [name, extent] : extents) {
-        if (right.count(name) || std::find(k.left.begin(), k.left.end(), name) != k.left.end()) continue;
-        v = mul(v, extent->kind == ExprKind::IntImm ? lit(static_cast<double>(extent->int_value), rt.dtype)
-                                                    : cast(rt.dtype, extent));
+        if (right.count(name) || std::find(k.left.begin(), k.left.end(), name) != k.left.end())
+          continue;
+        v = mul(v, extent->kind == ExprKind::IntImm
+                       ? lit(static_cast<double>(extent->int_value), rt.dtype)
+                       : cast(rt.dtype, extent));
       }
       std::set<std::string> bare;
       collect_bare_vars(v, bare);
       for (const std::string& name : right) {
-        if (std::find(k.left.begin(), k.left.end(), name) != k.left.end() || !extents.count(name)) continue;
+        if (std::find(k.left.begin(), k.left.end(), name) != k.left.end() || !extents.count(name))
+          continue;
         if (!bare.count(name))
-          throw CannotDerive{fmt::format("statement {}: index '{}' of the gradient of {} occurs only inside computed indices",
-                                         s + 1, name, to_string(a))};
+          throw CannotDerive{fmt::format(
+              "statement {}: index '{}' of the gradient of {} occurs only inside computed indices",
+              s + 1, name, to_string(a))};
         k.sums[name] = extents[name];
       }
       k.reduces = !k.sums.empty();
@@ -467,10 +578,12 @@ private:
     std::vector<Contribution> merged;
     for (Contribution& c : cs) {
       auto same = std::find_if(merged.begin(), merged.end(), [&](const Contribution& m) {
-        if (m.left != c.left || m.reduces != c.reduces || m.sums.size() != c.sums.size()) return false;
+        if (m.left != c.left || m.reduces != c.reduces || m.sums.size() != c.sums.size())
+          return false;
         for (const auto& [v, extent] : m.sums) {
           auto it = c.sums.find(v);
-          if (it == c.sums.end() || !equal(it->second, extent)) return false;
+          if (it == c.sums.end() || !equal(it->second, extent))
+            return false;
         }
         return true;
       });
@@ -483,21 +596,25 @@ private:
 
     if (merged.empty()) {
       std::vector<std::string> idx;
-      for (size_t d = 0; d < td.shape.size(); ++d) idx.push_back(unique("i" + std::to_string(d)));
+      for (size_t d = 0; d < td.shape.size(); ++d)
+        idx.push_back(unique("i" + std::to_string(d)));
       add_stmt(name, idx, ReduceKind::Assign, lit(0, td.dtype));
       return;
     }
     // One contribution whose every left variable occurs on the right: written directly.
     const auto direct = [&](const Contribution& c) {
-      if (!c.reduces) return true;
+      if (!c.reduces)
+        return true;
       std::set<std::string> right;
       collect_vars(c.value, right);
       for (size_t d = 0; d < c.left.size(); ++d)
-        if (!right.count(c.left[d]) && !unit(td, d)) return false;
+        if (!right.count(c.left[d]) && !unit(td, d))
+          return false;
       return true;
     };
     if (merged.size() == 1 && direct(merged[0])) {
-      add_stmt(name, merged[0].left, merged[0].reduces ? ReduceKind::Add : ReduceKind::Assign, merged[0].value);
+      add_stmt(name, merged[0].left, merged[0].reduces ? ReduceKind::Add : ReduceKind::Assign,
+               merged[0].value);
       return;
     }
     // Otherwise: the sum of the terms under the first contribution's index names; a term
@@ -508,7 +625,8 @@ private:
       const Contribution& c = merged[k];
       if (!c.reduces) {
         std::map<std::string, Expr> rename;
-        for (size_t d = 0; d < c.left.size(); ++d) rename[c.left[d]] = var(canon[d]);
+        for (size_t d = 0; d < c.left.size(); ++d)
+          rename[c.left[d]] = var(canon[d]);
         total = add(total, substitute_vars(c.value, rename));
         continue;
       }
@@ -517,7 +635,8 @@ private:
       std::vector<std::string> kept;
       std::vector<Expr> shape, term_idx;
       for (size_t d = 0; d < c.left.size(); ++d) {
-        if (!right.count(c.left[d]) && !unit(td, d)) continue;
+        if (!right.count(c.left[d]) && !unit(td, d))
+          continue;
         kept.push_back(c.left[d]);
         shape.push_back(td.shape[d]);
         term_idx.push_back(unit(td, d) ? int_imm(0) : var(canon[d]));
@@ -538,7 +657,8 @@ private:
     return t.shape[d]->kind == ExprKind::IntImm && t.shape[d]->int_value == 1;
   }
 
-  void add_stmt(const std::string& out, const std::vector<std::string>& idx, ReduceKind r, const Expr& value) {
+  void add_stmt(const std::string& out, const std::vector<std::string>& idx, ReduceKind r,
+                const Expr& value) {
     Comprehension c;
     c.output = out;
     c.indices = idx;
@@ -552,21 +672,26 @@ private:
   VjpKernel assemble() {
     // Forward statements whose results the derivatives read are recomputed.
     std::set<std::string> needed;
-    for (const Comprehension& c : adj_body_) collect_reads(c.value, needed);
+    for (const Comprehension& c : adj_body_)
+      collect_reads(c.value, needed);
     std::vector<bool> keep(fk_.body.size(), false);
     for (size_t s = fk_.body.size(); s-- > 0;) {
       const Comprehension& c = fk_.body[s];
-      if (!needed.count(c.output) || find(c.output)->role == TensorRole::Input) continue;
+      if (!needed.count(c.output) || find(c.output)->role == TensorRole::Input)
+        continue;
       keep[s] = true;
       collect_reads(c.value, needed);
-      for (const Expr& i : c.store_indices) collect_reads(i, needed);
+      for (const Expr& i : c.store_indices)
+        collect_reads(i, needed);
     }
     Kernel k;
     k.name = req_.kernel_name.empty() ? fk_.name + "_vjp" : req_.kernel_name;
     for (const TensorDecl& t : fk_.tensors)
-      if (t.role == TensorRole::Input && needed.count(t.name)) k.tensors.push_back(t);
+      if (t.role == TensorRole::Input && needed.count(t.name))
+        k.tensors.push_back(t);
     for (const std::string& o : req_.cotangents) {
-      if (!needed.count(cot_name_[o])) continue;
+      if (!needed.count(cot_name_[o]))
+        continue;
       TensorDecl d = *find(o);
       d.name = cot_name_[o];
       d.role = TensorRole::Input;
@@ -584,11 +709,15 @@ private:
         d.role = TensorRole::Local;
         k.tensors.push_back(std::move(d));
       }
-    for (const TensorDecl& t : adj_locals_) k.tensors.push_back(t);
+    for (const TensorDecl& t : adj_locals_)
+      k.tensors.push_back(t);
     for (size_t s = 0; s < fk_.body.size(); ++s)
-      if (keep[s]) k.body.push_back(fk_.body[s]);
-    for (const Comprehension& c : adj_body_) k.body.push_back(c);
-    if (!req_.renames.empty()) rename(k);
+      if (keep[s])
+        k.body.push_back(fk_.body[s]);
+    for (const Comprehension& c : adj_body_)
+      k.body.push_back(c);
+    if (!req_.renames.empty())
+      rename(k);
     result_.text = to_string(k);
     result_.module = parse_module(SourceFile{"<vjp of " + fk_.name + ">", result_.text});
     return std::move(result_);
@@ -597,16 +726,20 @@ private:
   void rename(Kernel& k) {
     for (const auto& [from, to] : req_.renames)
       if (taken_.count(to) && !req_.renames.count(to))
-        throw UserError(fmt::format("error: cannot rename '{}' to '{}' in the VJP of {}: the name is used", from, to, fk_.name));
+        throw UserError(
+            fmt::format("error: cannot rename '{}' to '{}' in the VJP of {}: the name is used",
+                        from, to, fk_.name));
     auto name = [&](const std::string& n) {
       auto it = req_.renames.find(n);
       return it == req_.renames.end() ? n : it->second;
     };
-    for (TensorDecl& t : k.tensors) t.name = name(t.name);
+    for (TensorDecl& t : k.tensors)
+      t.name = name(t.name);
     for (Comprehension& c : k.body) {
       c.output = name(c.output);
       c.value = rename_tensors(c.value, req_.renames);
-      for (Expr& i : c.store_indices) i = rename_tensors(i, req_.renames);
+      for (Expr& i : c.store_indices)
+        i = rename_tensors(i, req_.renames);
     }
   }
 };

@@ -32,8 +32,8 @@ struct VjpRequest {
 };
 
 struct VjpKernel {
-  std::string text; // .ut text
-  Module module;    // parsed and verified; module.kernels[0]
+  std::string text;                                    // .ut text
+  Module module;                                       // parsed and verified; module.kernels[0]
   std::map<std::string, std::string> cotangent_inputs; // forward output -> input name
   std::map<std::string, std::string> gradient_outputs; // forward input -> output name
   const Kernel& kernel() const { return module.kernels.front(); }

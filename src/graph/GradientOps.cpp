@@ -25,7 +25,8 @@ std::vector<std::string> split_list(const std::string& text) {
   size_t start = 0;
   while (start < text.size()) {
     size_t comma = text.find(',', start);
-    if (comma == std::string::npos) comma = text.size();
+    if (comma == std::string::npos)
+      comma = text.size();
     out.push_back(text.substr(start, comma - start));
     start = comma + 1;
   }
@@ -44,22 +45,36 @@ ops::Attrs decode_attrs(const OpContext& ctx, const OpDef& op, const std::string
   } catch (const nlohmann::json::exception& e) {
     ctx.fail("attribute 'attrs' is not JSON: {}", e.what());
   }
-  if (!j.is_object()) ctx.fail("attribute 'attrs' must be a JSON object");
+  if (!j.is_object())
+    ctx.fail("attribute 'attrs' must be a JSON object");
   ops::Attrs out;
   for (const auto& [name, v] : j.items()) {
-    auto spec = std::find_if(op.attrs.begin(), op.attrs.end(), [&](const ops::AttrSpec& a) { return a.name == name; });
-    if (spec == op.attrs.end()) ctx.fail("op:{} has no attribute '{}'", op.name, name);
+    auto spec = std::find_if(op.attrs.begin(), op.attrs.end(),
+                             [&](const ops::AttrSpec& a) { return a.name == name; });
+    if (spec == op.attrs.end())
+      ctx.fail("op:{} has no attribute '{}'", op.name, name);
     try {
       switch (spec->kind) {
       case AttrKind::Int:
-      case AttrKind::Bool: out[name] = v.get<int64_t>(); break;
-      case AttrKind::Float: out[name] = v.get<double>(); break;
-      case AttrKind::String: out[name] = v.get<std::string>(); break;
-      case AttrKind::Ints: out[name] = v.get<std::vector<int64_t>>(); break;
-      case AttrKind::Floats: out[name] = v.get<std::vector<double>>(); break;
+      case AttrKind::Bool:
+        out[name] = v.get<int64_t>();
+        break;
+      case AttrKind::Float:
+        out[name] = v.get<double>();
+        break;
+      case AttrKind::String:
+        out[name] = v.get<std::string>();
+        break;
+      case AttrKind::Ints:
+        out[name] = v.get<std::vector<int64_t>>();
+        break;
+      case AttrKind::Floats:
+        out[name] = v.get<std::vector<double>>();
+        break;
       }
     } catch (const nlohmann::json::exception&) {
-      ctx.fail("attribute '{}' of op:{} has the wrong kind in 'attrs': {}", name, op.name, v.dump());
+      ctx.fail("attribute '{}' of op:{} has the wrong kind in 'attrs': {}", name, op.name,
+               v.dump());
     }
   }
   return out;
@@ -68,7 +83,8 @@ ops::Attrs decode_attrs(const OpContext& ctx, const OpDef& op, const std::string
 std::vector<int64_t> concrete(const OpContext& ctx, const TensorDecl& t) {
   std::vector<int64_t> shape;
   for (const Expr& d : t.shape) {
-    if (d->kind != ExprKind::IntImm) ctx.fail("tensor '{}' of the derived kernel has a symbolic shape", t.name);
+    if (d->kind != ExprKind::IntImm)
+      ctx.fail("tensor '{}' of the derived kernel has a symbolic shape", t.name);
     shape.push_back(d->int_value);
   }
   return shape;
@@ -83,15 +99,18 @@ void emit_vjp(OpContext& ctx) {
   const std::vector<std::string> wrt = split_list(ctx.attr_string("wrt"));
   const std::vector<std::string> given = ctx.variadic("X");
   if (given.size() != in_ports.size() + cots.size())
-    ctx.fail("takes {} forward inputs and {} cotangents, got {} inputs", in_ports.size(), cots.size(), given.size());
-  if (wrt.empty()) ctx.fail("no input to differentiate ('wrt' is empty)");
+    ctx.fail("takes {} forward inputs and {} cotangents, got {} inputs", in_ports.size(),
+             cots.size(), given.size());
+  if (wrt.empty())
+    ctx.fail("no input to differentiate ('wrt' is empty)");
   std::map<std::string, ops::TensorSpec> specs;
   VjpRequest req;
   for (size_t k = 0; k < in_ports.size(); ++k) {
     specs[in_ports[k]] = ctx.in(given[k]);
     req.renames[in_ports[k]] = given[k];
   }
-  const ops::OpInstance inst = ops::instantiate(fwd, specs, decode_attrs(ctx, fwd, ctx.attr_string("attrs")));
+  const ops::OpInstance inst =
+      ops::instantiate(fwd, specs, decode_attrs(ctx, fwd, ctx.attr_string("attrs")));
   for (size_t m = 0; m < cots.size(); ++m) {
     req.cotangents.push_back(cots[m]);
     req.names[cots[m]] = given[in_ports.size() + m];
@@ -104,16 +123,24 @@ void emit_vjp(OpContext& ctx) {
     if (std::find(cots.begin(), cots.end(), port) != cots.end() && ctx.in(req.names[port]) != spec)
       ctx.fail("the cotangent of {} must have the type of the output", port);
   const VjpDerivation d = derive_vjp(inst.kernel(), req);
-  if (!d.vjp) ctx.fail("cannot derive the gradient of op:{}: {}", fwd.name, d.why_not);
+  if (!d.vjp)
+    ctx.fail("cannot derive the gradient of op:{}: {}", fwd.name, d.why_not);
   const Kernel& k = d.vjp->kernel();
   for (const TensorDecl& t : k.tensors) {
     switch (t.role) {
-    case TensorRole::Input: ctx.input(t.name); break;
-    case TensorRole::Output: ctx.output(t.name, t.dtype, concrete(ctx, t)); break;
-    case TensorRole::Local: ctx.local(t.name, t.dtype, concrete(ctx, t)); break;
+    case TensorRole::Input:
+      ctx.input(t.name);
+      break;
+    case TensorRole::Output:
+      ctx.output(t.name, t.dtype, concrete(ctx, t));
+      break;
+    case TensorRole::Local:
+      ctx.local(t.name, t.dtype, concrete(ctx, t));
+      break;
     }
   }
-  for (const Comprehension& c : k.body) ctx.stmt(to_string(c));
+  for (const Comprehension& c : k.body)
+    ctx.stmt(to_string(c));
 }
 
 // The gradient of the graph's slice: dX is dY at the positions the slice took, else 0.
@@ -128,10 +155,11 @@ void emit_slice_grad(OpContext& ctx) {
   std::vector<std::string> conds, y_idx;
   const std::vector<std::string> j = ops::index_names(static_cast<int64_t>(rank), "j");
   for (size_t d = 0; d < rank; ++d) {
-    if (steps[d] == 0) ctx.fail("step 0 in dimension {}", d);
+    if (steps[d] == 0)
+      ctx.fail("step 0 in dimension {}", d);
     // Y's index i reads X at start + i*step: dX[j] takes dY[(j - start) / step] where that
     // divides exactly (with a negative step, (start - j) / -step).
-    const std::string off = steps[d] < 0 ? fmt::format("{} - {}", starts[d], j[d])
+    const std::string off = steps[d] < 0     ? fmt::format("{} - {}", starts[d], j[d])
                             : starts[d] == 0 ? j[d]
                                              : fmt::format("{} - {}", j[d], starts[d]);
     const int64_t step = steps[d] < 0 ? -steps[d] : steps[d];
@@ -150,25 +178,32 @@ void emit_slice_grad(OpContext& ctx) {
   }
   if (ctx.in("dY").shape != y_shape || ctx.in("dY").dtype != x.dtype)
     ctx.fail("dY has type {}{} but the slice makes {}{}", ops::dtype_text(ctx.in("dY").dtype),
-             ops::shape_text(ctx.in("dY").shape), ops::dtype_text(x.dtype), ops::shape_text(y_shape));
+             ops::shape_text(ctx.in("dY").shape), ops::dtype_text(x.dtype),
+             ops::shape_text(y_shape));
   ctx.input("X");
   ctx.input("dY");
   ctx.output("dX", x.dtype, x.shape);
   const std::string read = "(" + ops::access("dY", y_idx) + " ?? 0)";
-  ctx.stmt(ops::access("dX", j) + " = " + (conds.empty() ? read : ops::join(conds, " && ") + " ? " + read + " : 0"));
+  ctx.stmt(ops::access("dX", j) + " = " +
+           (conds.empty() ? read : ops::join(conds, " && ") + " ? " + read + " : 0"));
 }
 
-ops::AttrSpec string_attr(const char* name, const char* doc) { return {name, AttrKind::String, std::nullopt, doc}; }
+ops::AttrSpec string_attr(const char* name, const char* doc) {
+  return {name, AttrKind::String, std::nullopt, doc};
+}
 ops::AttrSpec ints(const char* name, const char* doc) {
   return {name, AttrKind::Ints, AttrValue{std::vector<int64_t>{}}, doc};
 }
 
 } // namespace
 
-ops::Attrs vjp_attrs(const std::string& op, const ops::Attrs& attrs, const std::vector<std::string>& inputs,
-                     const std::vector<std::string>& cotangents, const std::vector<std::string>& wrt) {
+ops::Attrs vjp_attrs(const std::string& op, const ops::Attrs& attrs,
+                     const std::vector<std::string>& inputs,
+                     const std::vector<std::string>& cotangents,
+                     const std::vector<std::string>& wrt) {
   nlohmann::json j = nlohmann::json::object();
-  for (const auto& [name, v] : attrs) j[name] = attr_json(v);
+  for (const auto& [name, v] : attrs)
+    j[name] = attr_json(v);
   return {{"op", op},
           {"attrs", j.dump()},
           {"inputs", ops::join(inputs, ",")},
@@ -178,20 +213,31 @@ ops::Attrs vjp_attrs(const std::string& op, const ops::Attrs& attrs, const std::
 
 std::vector<ops::OpDef> gradient_graph_ops() {
   std::vector<OpDef> v;
-  v.push_back({"slice_grad", "data movement", "gradient of the graph's slice: dY scattered back into X's shape",
-               {{"X"}, {"dY"}}, {{"dX"}},
+  v.push_back({"slice_grad",
+               "data movement",
+               "gradient of the graph's slice: dY scattered back into X's shape",
+               {{"X"}, {"dY"}},
+               {{"dX"}},
                {ints("starts", "first index per dimension"), ints("steps", "step per dimension"),
-                ints("sizes", "elements taken per dimension"), ints("squeeze", "dimensions indexed by an integer")},
-               "", emit_slice_grad});
-  v.push_back({"vjp", "autodiff", "the gradients of an op's inputs, derived from its kernel's comprehensions",
-               {{"X", ops::PortKind::Data, false, true}}, {{"G", ops::PortKind::Data, false, true}},
-               {string_attr("op", "the forward op"),
-                {"attrs", AttrKind::String, AttrValue{std::string("{}")}, "the forward op's attributes (JSON)"},
-                string_attr("inputs", "the forward input ports given as X0, X1, ... (comma-separated)"),
-                {"cotangents", AttrKind::String, AttrValue{std::string()},
-                 "the forward outputs whose cotangents follow the inputs"},
-                string_attr("wrt", "the forward inputs differentiated: G0, G1, ...")},
-               "", emit_vjp});
+                ints("sizes", "elements taken per dimension"),
+                ints("squeeze", "dimensions indexed by an integer")},
+               "",
+               emit_slice_grad});
+  v.push_back(
+      {"vjp",
+       "autodiff",
+       "the gradients of an op's inputs, derived from its kernel's comprehensions",
+       {{"X", ops::PortKind::Data, false, true}},
+       {{"G", ops::PortKind::Data, false, true}},
+       {string_attr("op", "the forward op"),
+        {"attrs", AttrKind::String, AttrValue{std::string("{}")},
+         "the forward op's attributes (JSON)"},
+        string_attr("inputs", "the forward input ports given as X0, X1, ... (comma-separated)"),
+        {"cotangents", AttrKind::String, AttrValue{std::string()},
+         "the forward outputs whose cotangents follow the inputs"},
+        string_attr("wrt", "the forward inputs differentiated: G0, G1, ...")},
+       "",
+       emit_vjp});
   return v;
 }
 

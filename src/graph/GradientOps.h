@@ -16,7 +16,9 @@ std::vector<ops::OpDef> gradient_graph_ops();
 /// What a `vjp` node needs to know about the forward node, as its attributes: the forward
 /// op and its attributes (as JSON), the forward input ports bound to X0, X1, ..., then the
 /// outputs whose cotangents follow them, and the inputs differentiated (outputs G0, ...).
-ops::Attrs vjp_attrs(const std::string& op, const ops::Attrs& attrs, const std::vector<std::string>& inputs,
-                     const std::vector<std::string>& cotangents, const std::vector<std::string>& wrt);
+ops::Attrs vjp_attrs(const std::string& op, const ops::Attrs& attrs,
+                     const std::vector<std::string>& inputs,
+                     const std::vector<std::string>& cotangents,
+                     const std::vector<std::string>& wrt);
 
 } // namespace unitile::graph

@@ -56,6 +56,15 @@ def test_has_aux_and_value(rng):
     np.testing.assert_allclose(aux, x + 1)
 
 
+def test_single_element_losses_of_any_rank(rng):
+    x = rng.standard_normal((3,))
+    value, g = tl.value_and_grad(lambda x: tl.sum(x * x, keepdims=True))(x)
+    assert value.shape == (1,)
+    np.testing.assert_allclose(g, 2 * x, rtol=1e-12)
+    np.testing.assert_allclose(tl.grad(lambda x: tl.sum(x * x).reshape(1, 1))(x), 2 * x, rtol=1e-12)
+    np.testing.assert_allclose(tl.grad(lambda x: tl.sum(x * x)[None, None, None])(x), 2 * x, rtol=1e-12)
+
+
 def test_value_used_twice_and_unused_argument(rng):
     x, w = rng.standard_normal((3,)), rng.standard_normal((3,))
     gx, gw = tl.grad(lambda x, w: tl.sum(x * x * x + tl.exp(x)), argnums=(0, 1))(x, w)

@@ -27,9 +27,12 @@ std::vector<std::string> split_names(const std::vector<std::string>& items) {
     size_t start = 0;
     while (start <= item.size()) {
       const size_t comma = item.find(',', start);
-      const std::string name = item.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-      if (!name.empty()) out.push_back(name);
-      if (comma == std::string::npos) break;
+      const std::string name =
+          item.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+      if (!name.empty())
+        out.push_back(name);
+      if (comma == std::string::npos)
+        break;
       start = comma + 1;
     }
   }
@@ -49,13 +52,16 @@ int vjp_command(const VjpOptions& o) {
     req.cotangents = split_names(o.cotangents);
     if (req.wrt.empty())
       for (const TensorDecl* t : k->inputs())
-        if (is_float(t->dtype)) req.wrt.push_back(t->name);
+        if (is_float(t->dtype))
+          req.wrt.push_back(t->name);
     if (req.cotangents.empty())
       for (const TensorDecl* t : k->outputs())
-        if (is_float(t->dtype)) req.cotangents.push_back(t->name);
+        if (is_float(t->dtype))
+          req.cotangents.push_back(t->name);
     const graph::VjpDerivation d = graph::derive_vjp(*k, req);
     if (!d.vjp)
-      throw UserError(fmt::format("error: kernel {}: cannot derive its vector-Jacobian product: {}", k->name, d.why_not));
+      throw UserError(fmt::format("error: kernel {}: cannot derive its vector-Jacobian product: {}",
+                                  k->name, d.why_not));
     std::cout << d.vjp->text;
   }
   return 0;
@@ -66,15 +72,18 @@ CommandAction setup_vjp(CLI::App& cmd) {
   cmd.add_option("file", o->file, "a .ut file, or op:NAME for a library op")->required();
   cmd.add_option("--kernel", o->kernel, "the kernel of the file (default: every kernel)");
   cmd.add_option("--shape", o->shapes, "op:NAME input shapes, NAME=2x3");
-  cmd.add_option("--wrt", o->wrt, "inputs to differentiate with respect to (default: every float input)");
-  cmd.add_option("--cotangent", o->cotangents, "outputs given a cotangent (default: every float output)");
+  cmd.add_option("--wrt", o->wrt,
+                 "inputs to differentiate with respect to (default: every float input)");
+  cmd.add_option("--cotangent", o->cotangents,
+                 "outputs given a cotangent (default: every float output)");
   add_op_target_options(&cmd, o->op);
   cmd.footer(kExitStatusHelp);
   return [o] { return vjp_command(*o); };
 }
 
 const CommandRegistration reg{
-    {"vjp", "print the vector-Jacobian-product kernel derived from a kernel's comprehensions", 25, setup_vjp}};
+    {"vjp", "print the vector-Jacobian-product kernel derived from a kernel's comprehensions", 25,
+     setup_vjp}};
 
 } // namespace
 } // namespace unitile::cli

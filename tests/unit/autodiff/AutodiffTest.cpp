@@ -15,11 +15,14 @@ namespace {
 
 using ::testing::HasSubstr;
 
-ops::TensorSpec f32(std::vector<int64_t> shape) { return {DType::F32, std::move(shape)}; }
+ops::TensorSpec f32(std::vector<int64_t> shape) {
+  return {DType::F32, std::move(shape)};
+}
 
 std::vector<std::string> ops_after(const Graph& g, size_t first) {
   std::vector<std::string> out;
-  for (size_t i = first; i < g.nodes().size(); ++i) out.push_back(g.nodes()[i].op);
+  for (size_t i = first; i < g.nodes().size(); ++i)
+    out.push_back(g.nodes()[i].op);
   return out;
 }
 
@@ -35,7 +38,8 @@ TEST(Autodiff, ContractionIsDerivedSoftmaxUsesItsRegisteredGradient) {
   EXPECT_EQ(g.value(grads[0]).type, f32({2, 3}));
   EXPECT_EQ(g.value(grads[1]).type, f32({3, 4}));
   // The seed, then reduce_sum (derived), softmax (registered), matmul (derived, both inputs).
-  EXPECT_THAT(ops_after(g, forward), ::testing::ElementsAre("constant", "vjp", "softmax_grad", "vjp"));
+  EXPECT_THAT(ops_after(g, forward),
+              ::testing::ElementsAre("constant", "vjp", "softmax_grad", "vjp"));
   const Node& mm = g.nodes().back();
   EXPECT_EQ(std::get<std::string>(mm.attrs.at("op")), "matmul");
   EXPECT_EQ(std::get<std::string>(mm.attrs.at("wrt")), "A,B");
@@ -48,7 +52,8 @@ TEST(Autodiff, ValueUsedTwiceGetsTheSumAndAnUnusedInputZeros) {
   Graph g;
   const ValueId x = g.add_input("X", f32({3})), w = g.add_input("W", f32({3}));
   const ValueId sq = g.add_node("mul", {x, x}, {}, "")[0];
-  const ValueId loss = g.add_node("reduce_sum", {g.add_node("exp", {sq}, {}, "")[0]}, {{"keepdims", int64_t{0}}}, "")[0];
+  const ValueId loss = g.add_node("reduce_sum", {g.add_node("exp", {sq}, {}, "")[0]},
+                                  {{"keepdims", int64_t{0}}}, "")[0];
   const size_t forward = g.nodes().size();
   const std::vector<ValueId> grads = append_gradients(g, loss, {x, w});
   // mul's one vjp node gives dA and dB, both for X: one add sums them.
@@ -62,12 +67,14 @@ TEST(Autodiff, AddPassesItsCotangentThrough) {
   Graph g;
   const ValueId x = g.add_input("X", f32({2, 3})), b = g.add_input("B", f32({3}));
   const ValueId y = g.add_node("add", {x, b}, {}, "")[0];
-  const ValueId loss = g.add_node("reduce_sum", {g.add_node("tanh", {y}, {}, "")[0]}, {{"keepdims", int64_t{0}}}, "")[0];
+  const ValueId loss = g.add_node("reduce_sum", {g.add_node("tanh", {y}, {}, "")[0]},
+                                  {{"keepdims", int64_t{0}}}, "")[0];
   const size_t forward = g.nodes().size();
   const std::vector<ValueId> grads = append_gradients(g, loss, {x, b});
   // dX is tanh's vjp output itself; only the broadcast B needs a node (a sum over rows).
   EXPECT_THAT(ops_after(g, forward), ::testing::ElementsAre("constant", "vjp", "vjp", "vjp"));
-  EXPECT_EQ(g.nodes()[static_cast<size_t>(g.value(grads[0]).producer)].attrs.at("op"), ops::AttrValue{std::string("tanh")});
+  EXPECT_EQ(g.nodes()[static_cast<size_t>(g.value(grads[0]).producer)].attrs.at("op"),
+            ops::AttrValue{std::string("tanh")});
   EXPECT_EQ(std::get<std::string>(g.nodes().back().attrs.at("wrt")), "B");
 }
 
@@ -105,13 +112,15 @@ TEST(Autodiff, Errors) {
 }
 
 TEST(DeriveVjp, MatmulAndRefusals) {
-  const ops::OpInstance mm = ops::instantiate(ops::op_or_error("matmul"), {{"A", f32({2, 3})}, {"B", f32({3, 4})}}, {});
+  const ops::OpInstance mm =
+      ops::instantiate(ops::op_or_error("matmul"), {{"A", f32({2, 3})}, {"B", f32({3, 4})}}, {});
   const VjpDerivation d = derive_vjp(mm.kernel(), {{"Y"}, {"A"}, {}, {}, ""});
   ASSERT_TRUE(d.vjp) << d.why_not;
   EXPECT_THAT(d.vjp->text, HasSubstr("dA[m, k] += dY[m, n] * B[k, n]"));
   EXPECT_THAT(d.vjp->text, ::testing::Not(HasSubstr("dB")));
   EXPECT_EQ(d.vjp->gradient_outputs.at("A"), "dA");
-  const ops::OpInstance sm = ops::instantiate(ops::op_or_error("softmax"), {{"X", f32({2, 3})}}, {});
+  const ops::OpInstance sm =
+      ops::instantiate(ops::op_or_error("softmax"), {{"X", f32({2, 3})}}, {});
   const VjpDerivation r = derive_vjp(sm.kernel(), {{"Y"}, {"X"}, {}, {}, ""});
   EXPECT_FALSE(r.vjp);
   EXPECT_THAT(r.why_not, HasSubstr("'max=' reduction"));
