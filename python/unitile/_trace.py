@@ -599,7 +599,9 @@ def _eager(function, name):
         arrays = [a for a in args if _is_array(a)]
         if not arrays:
             return function(*args, **kwargs)  # fails with the "needs a traced tensor" message
-        key = tuple((i, _freeze(a)) for i, a in enumerate(args) if not _is_array(a)) + tuple(
+        # The argument count is part of the key: tl.linear(x, w) and tl.linear(x, w, b)
+        # are two kernels.
+        key = (len(args),) + tuple((i, _freeze(a)) for i, a in enumerate(args) if not _is_array(a)) + tuple(
             sorted((k, _freeze(v)) for k, v in kwargs.items()))
         k = kernels.get(key)
         if k is None:

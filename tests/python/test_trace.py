@@ -121,6 +121,14 @@ def test_indexing_slicing_transpose_reshape(device, rng):
         np.testing.assert_array_equal(g, w)
 
 
+def test_eager_op_with_and_without_an_optional_input(rng):
+    x = rng.standard_normal((4, 3)).astype(np.float32)
+    w = rng.standard_normal((2, 3)).astype(np.float32)
+    b = rng.standard_normal(2).astype(np.float32)
+    np.testing.assert_allclose(tl.linear(x, w, b), x @ w.T + b, rtol=1e-5)
+    np.testing.assert_allclose(tl.linear(x, w), x @ w.T, rtol=1e-5)  # not the 3-input kernel again
+
+
 def test_slicing_a_prefix_of_an_axis(device, rng):
     # A slice starting at 0 that is shorter than the axis (q of a fused q/k/v projection).
     @tl.kernel
