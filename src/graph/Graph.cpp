@@ -104,4 +104,23 @@ std::vector<ValueId> Graph::add_node_ports(const std::string& op_name,
   }
 }
 
+std::vector<ValueId> Graph::copy_node(const Node& node, const std::vector<ValueId>& inputs,
+                                      const std::vector<ops::TensorSpec>& output_types) {
+  UT_INTERNAL_ASSERT(inputs.size() == node.inputs.size() && output_types.size() == node.outputs.size(),
+                     "copy_node: inputs or outputs do not match the node");
+  Node n = node;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    UT_INTERNAL_ASSERT(inputs[i] >= 0 && static_cast<size_t>(inputs[i]) < values_.size(), "unknown graph value");
+    n.inputs[i].second = inputs[i];
+  }
+  std::vector<ValueId> out;
+  for (size_t i = 0; i < output_types.size(); ++i) {
+    values_.push_back(Value{output_types[i], {}, static_cast<int>(nodes_.size())});
+    out.push_back(static_cast<ValueId>(values_.size() - 1));
+    n.outputs[i].second = out.back();
+  }
+  nodes_.push_back(std::move(n));
+  return out;
+}
+
 } // namespace unitile::graph

@@ -46,6 +46,11 @@ public:
   std::vector<ValueId> add_node_ports(const std::string& op, const std::vector<std::pair<std::string, ValueId>>& inputs,
                                       const ops::Attrs& attrs, const std::string& where);
   void set_outputs(std::vector<ValueId> outputs) { outputs_ = std::move(outputs); }
+  /// A copy of `node` (of this or another graph) reading `inputs` instead, which must
+  /// have the types of the values it read there: the op is not instantiated again, its
+  /// output types are `output_types`. How passes rebuild graphs cheaply.
+  std::vector<ValueId> copy_node(const Node& node, const std::vector<ValueId>& inputs,
+                                 const std::vector<ops::TensorSpec>& output_types);
 
   const Value& value(ValueId v) const { return values_.at(static_cast<size_t>(v)); }
   const std::vector<Value>& values() const { return values_; }

@@ -51,6 +51,7 @@ std::string token_kind_spelling(TokenKind k) {
   case TokenKind::Not: return "'!'";
   case TokenKind::AndAnd: return "'&&'";
   case TokenKind::OrOr: return "'||'";
+  case TokenKind::String: return "string literal";
   }
   return "token";
 }
@@ -121,6 +122,30 @@ Token Lexer::lex_number(size_t start) {
   return t;
 }
 
+Token Lexer::lex_string(size_t start) {
+  Token t;
+  t.kind = TokenKind::String;
+  t.loc = loc_at(start);
+  t.offset = start;
+  for (size_t p = start + 1; p < text_.size() && text_[p] != '\n'; ++p) {
+    const char c = text_[p];
+    if (c == '"') {
+      pos_ = p + 1;
+      return t;
+    }
+    if (c == '\\') {
+      const char e = p + 1 < text_.size() ? text_[p + 1] : '\0';
+      if (e != '"' && e != '\\')
+        fail(loc_at(p), "unknown escape in string literal", "only \\\" and \\\\ are escapes", 2);
+      t.text += e;
+      ++p;
+      continue;
+    }
+    t.text += c;
+  }
+  fail(t.loc, "unterminated string literal", "a string ends with '\"' on the same line");
+}
+
 Token Lexer::next() {
   skip_blanks_and_comments();
   Token t;
@@ -150,6 +175,7 @@ Token Lexer::next() {
     return t;
   }
   if (is_digit(c) || (c == '.' && is_digit(n))) return lex_number(start);
+  if (c == '"') return lex_string(start);
 
   auto take = [&](TokenKind k, size_t len) {
     t.kind = k;

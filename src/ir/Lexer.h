@@ -28,6 +28,7 @@ enum class TokenKind : uint8_t {
   Plus, Minus, Star, Slash, SlashSlash, Percent,
   Lt, Le, Gt, Ge, EqEq, Ne, Assign, PlusAssign, StarAssign,
   Not, AndAnd, OrOr,
+  String, // "text": text holds the contents, escapes resolved (graph attributes)
 };
 
 /// How a token kind is spelled in messages: "'('", "end of file", "identifier", ...
@@ -59,6 +60,7 @@ private:
   SourceLoc loc_at(size_t pos) const;
   void skip_blanks_and_comments();
   Token lex_number(size_t start);
+  Token lex_string(size_t start);
   bool preceded_by_space(size_t pos) const;
 
   const SourceFile& src_;

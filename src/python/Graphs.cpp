@@ -4,7 +4,9 @@
 #include "Bindings.h"
 
 #include "graph/Autodiff.h"
+#include "graph/Executor.h"
 #include "graph/Graph.h"
+#include "graph/GraphText.h"
 #include "graph/GraphKernel.h"
 #include "graph/GraphOps.h"
 #include "ir/Diagnostic.h"
@@ -58,6 +60,12 @@ const char* kind_name(ops::AttrKind k) {
   }
   return "?";
 }
+
+// A graph executor with the device it runs on (kept alive while the executor lives).
+struct PyGraphExecutor {
+  std::shared_ptr<PyDevice> device;
+  std::unique_ptr<graph::GraphExecutor> exec;
+};
 
 nb::dict op_spec(const ops::OpDef& op, bool library) {
   nb::dict d;
@@ -114,6 +122,58 @@ void bind_graphs(nb::module_& m) {
             return kernels_of(std::move(gk.module)).front();
           },
           nb::arg("name"), "The graph as one verified kernel (inputs by name, outputs out0, out1, ...)");
+
+  // ---- the graph executor and the text form (src/graph/Executor.h, GraphText.h) ----
+  nb::class_<PyGraphExecutor>(m, "GraphExecutor",
+                              "A graph compiled for one device as fused kernels with planned buffers")
+      .def(
+          "__init__",
+          [](PyGraphExecutor* self, std::shared_ptr<PyDevice> device, const graph::Graph& g, bool fuse,
+             bool plan_memory, const std::string& name, size_t max_group_nodes) {
+            graph::ExecutorOptions opts{fuse, plan_memory, max_group_nodes, name};
+            auto exec = std::make_unique<graph::GraphExecutor>(*device->session, g, opts);
+            new (self) PyGraphExecutor{std::move(device), std::move(exec)};
+          },
+          nb::arg("device"), nb::arg("graph"), nb::arg("fuse") = true, nb::arg("plan_memory") = true,
+          nb::arg("name") = "graph", nb::arg("max_group_nodes") = 16)
+      .def(
+          "run",
+          [](PyGraphExecutor& e, const std::vector<PyTensor>& inputs) {
+            std::vector<DeviceTensor> in;
+            for (size_t i = 0; i < inputs.size(); ++i) {
+              if (inputs[i].device.get() != e.device.get())
+                throw UserError(fmt::format("error: graph input {} is on device '{}' but the graph runs on '{}'", i,
+                                            inputs[i].device->name, e.device->name));
+              in.push_back(inputs[i].tensor);
+            }
+            std::vector<DeviceTensor> out;
+            {
+              nb::gil_scoped_release release;
+              out = e.exec->run(in);
+            }
+            std::vector<PyTensor> result;
+            for (DeviceTensor& t : out) result.push_back(PyTensor{e.device, std::move(t), nb::object()});
+            return result;
+          },
+          nb::arg("inputs"), "Run on device tensors in the graph's input order; returns the outputs in order")
+      .def("describe", [](const PyGraphExecutor& e) { return e.exec->describe(); },
+           "The graph after the passes, kernel by kernel, with the memory plan")
+      .def_prop_ro("kernel_count", [](const PyGraphExecutor& e) { return e.exec->kernel_count(); })
+      .def_prop_ro("peak_bytes", [](const PyGraphExecutor& e) { return e.exec->memory_plan().peak_bytes; },
+                   "bytes of the planned intermediate buffers")
+      .def_prop_ro("no_reuse_bytes", [](const PyGraphExecutor& e) { return e.exec->memory_plan().no_reuse_bytes; },
+                   "bytes the intermediates would take without reuse");
+  m.def(
+      "graph_text", [](const graph::Graph& g, const std::string& name) { return graph::print_graph(g, name); },
+      nb::arg("graph"), nb::arg("name") = "graph", "The graph in the .utg text form");
+  m.def(
+      "parse_graph",
+      [](const std::string& text, const std::string& file) {
+        graph::NamedGraph ng = graph::parse_graph(SourceFile{file, text});
+        return std::make_pair(ng.name, std::move(ng.graph));
+      },
+      nb::arg("text"), nb::arg("file") = "<graph>", "(name, Graph) from the .utg text form");
+  // ---- end of the graph executor block ----
 
   m.def(
       "op_specs",

@@ -233,6 +233,13 @@ RunResult Session::run(const CompiledKernel& ck, const std::map<std::string, Ten
 std::map<std::string, DeviceTensor> Session::run_resident(const CompiledKernel& ck,
                                                           const std::map<std::string, DeviceTensor>& inputs,
                                                           const ParamValues& params) {
+  return run_resident_into(ck, inputs, {}, params);
+}
+
+std::map<std::string, DeviceTensor> Session::run_resident_into(const CompiledKernel& ck,
+                                                               const std::map<std::string, DeviceTensor>& inputs,
+                                                               const std::map<std::string, DeviceTensor>& into,
+                                                               const ParamValues& params) {
   std::map<std::string, DeviceTensor> outputs;
   std::vector<DeviceBuffer> workspace; // locals, freed after the call
   std::vector<ut_arg> args;
@@ -249,6 +256,12 @@ std::map<std::string, DeviceTensor> Session::run_resident(const CompiledKernel& 
                                     dtype_name(t.dtype), shape_string(t.shape)));
       UT_INTERNAL_ASSERT(t.buffer && t.buffer->bytes() >= bytes, "a device tensor smaller than its shape");
       args.push_back(buffer_arg(buf.dtype, *t.buffer));
+    } else if (buf.role == TensorRole::Output && into.count(buf.name)) {
+      const DeviceTensor& t = into.at(buf.name);
+      UT_INTERNAL_ASSERT(t.dtype == buf.dtype && t.shape == buf.shape && t.buffer && t.buffer->bytes() >= bytes,
+                         "an output buffer given to run_resident_into does not fit the output");
+      args.push_back(buffer_arg(buf.dtype, *t.buffer));
+      outputs.emplace(buf.name, t);
     } else if (buf.role == TensorRole::Output) {
       auto b = std::make_shared<DeviceBuffer>(device_.alloc(bytes));
       args.push_back(buffer_arg(buf.dtype, *b));

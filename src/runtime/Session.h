@@ -119,6 +119,14 @@ public:
   std::map<std::string, DeviceTensor> run_resident(const CompiledKernel& ck,
                                                    const std::map<std::string, DeviceTensor>& inputs,
                                                    const ParamValues& params);
+  /// run_resident writing each output named in `into` into that tensor's buffer (the
+  /// caller's, e.g. a planned buffer reused between kernels: the declared dtype and
+  /// shape, at least that many bytes); the other outputs are freshly allocated. Returns
+  /// every output, the given ones included.
+  std::map<std::string, DeviceTensor> run_resident_into(const CompiledKernel& ck,
+                                                        const std::map<std::string, DeviceTensor>& inputs,
+                                                        const std::map<std::string, DeviceTensor>& into,
+                                                        const ParamValues& params);
 
   /// The options string handed to the device compiler: the HCD's compiler and flags.
   std::string compile_options() const;

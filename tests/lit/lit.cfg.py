@@ -7,7 +7,7 @@ import lit.formats
 
 config.name = "unitile"
 config.test_format = lit.formats.ShTest(execute_external=False)
-config.suffixes = [".ut", ".loop", ".toml", ".test"]
+config.suffixes = [".ut", ".loop", ".toml", ".test", ".utg"]
 config.excludes = ["Inputs", "lit.cfg.py", "lit.site.cfg.py.in"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.unitile_obj_root, "lit-out")

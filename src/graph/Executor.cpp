@@ -1,0 +1,100 @@
+// Running a graph: passes, partition, memory plan, one compiled kernel per group, and
+// runs that pass device tensors from kernel to kernel without touching the host.
+#include "graph/Executor.h"
+
+#include "graph/GraphRewrite.h"
+#include "graph/GraphText.h"
+#include "graph/Passes.h"
+#include "ir/Diagnostic.h"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <optional>
+#include <set>
+
+namespace unitile::graph {
+
+Graph prepare_for_execution(const Graph& g) {
+  const Graph cleaned = eliminate_dead_code(eliminate_common_subexpressions(eliminate_dead_code(g)));
+  GraphRewrite rw(cleaned);
+  for (size_t n = 0; n < cleaned.nodes().size(); ++n) rw.copy(n);
+  std::vector<ValueId> outs;
+  std::set<ValueId> seen;
+  for (ValueId v : cleaned.outputs()) {
+    ValueId mapped = rw.map(v);
+    if (cleaned.value(v).producer < 0 || !seen.insert(v).second) mapped = rw.graph().add_node("copy", {mapped}, {}, "").front();
+    outs.push_back(mapped);
+  }
+  return rw.finish(std::move(outs));
+}
+
+GraphExecutor::GraphExecutor(Session& session, Graph g, ExecutorOptions opts)
+    : session_(session), opts_(std::move(opts)), graph_(prepare_for_execution(g)) {
+  if (graph_.outputs().empty()) throw UserError(fmt::format("error: graph {} returns nothing", opts_.name));
+  partition_ = partition_graph(graph_, FusionOptions{opts_.fuse, opts_.max_group_nodes});
+  if (opts_.plan_memory) plan_ = plan_memory(graph_, partition_);
+  for (size_t i = 0; i < partition_.groups.size(); ++i) {
+    GroupKernel k;
+    k.source = graph_kernel(group_graph(graph_, partition_.groups[i]), fmt::format("{}_k{}", opts_.name, i));
+    k.compiled = session_.compile(k.source.kernel(), {});
+    for (ValueId v : partition_.groups[i].outputs) k.output_buffers.push_back(plan_.buffer_of(v));
+    kernels_.push_back(std::move(k));
+  }
+  for (size_t bytes : plan_.buffer_bytes)
+    buffers_.push_back(std::make_shared<DeviceBuffer>(session_.device().alloc(std::max<size_t>(bytes, 1))));
+}
+
+std::vector<DeviceTensor> GraphExecutor::run(const std::vector<DeviceTensor>& inputs) {
+  const std::vector<ValueId>& ins = graph_.inputs();
+  if (inputs.size() != ins.size())
+    throw UserError(fmt::format("error: graph {} takes {} inputs, got {}", opts_.name, ins.size(), inputs.size()));
+  std::vector<std::optional<DeviceTensor>> env(graph_.values().size());
+  for (size_t i = 0; i < ins.size(); ++i) {
+    const Value& v = graph_.value(ins[i]);
+    const DeviceTensor& t = inputs[i];
+    if (t.dtype != v.type.dtype || t.shape != v.type.shape || !t.buffer)
+      throw UserError(fmt::format("error: graph {}: input '{}' must be {} but is {}", opts_.name, v.input_name,
+                                  type_text(v.type), type_text(ops::TensorSpec{t.dtype, t.shape})));
+    env[static_cast<size_t>(ins[i])] = t;
+  }
+  for (size_t gi = 0; gi < kernels_.size(); ++gi) {
+    const FusionGroup& group = partition_.groups[gi];
+    const GroupKernel& k = kernels_[gi];
+    std::map<std::string, DeviceTensor> in, into;
+    for (size_t i = 0; i < group.inputs.size(); ++i) {
+      const std::optional<DeviceTensor>& t = env[static_cast<size_t>(group.inputs[i])];
+      UT_INTERNAL_ASSERT(t.has_value(), "a kernel runs before the value it reads was computed");
+      in.emplace(k.source.inputs[i], *t);
+    }
+    for (size_t i = 0; i < group.outputs.size(); ++i) {
+      const int b = k.output_buffers[i];
+      if (b < 0) continue;
+      const ops::TensorSpec& type = graph_.value(group.outputs[i]).type;
+      into.emplace(k.source.outputs[i], DeviceTensor{type.dtype, type.shape, buffers_[static_cast<size_t>(b)]});
+    }
+    std::map<std::string, DeviceTensor> out = session_.run_resident_into(*k.compiled, in, into, {});
+    for (size_t i = 0; i < group.outputs.size(); ++i)
+      env[static_cast<size_t>(group.outputs[i])] = out.at(k.source.outputs[i]);
+  }
+  std::vector<DeviceTensor> result;
+  for (ValueId v : graph_.outputs()) result.push_back(*env[static_cast<size_t>(v)]);
+  return result;
+}
+
+std::string GraphExecutor::describe() const {
+  const std::vector<size_t> order = partition_order(partition_);
+  const std::vector<std::string> names = value_names(graph_, order);
+  GraphPrintOptions po;
+  po.order = order;
+  po.comments_before = [&](size_t n) -> std::vector<std::string> {
+    const int gi = partition_.group_of_node[n];
+    if (gi < 0 || partition_.groups[static_cast<size_t>(gi)].nodes.front() != n) return {};
+    return describe_group(partition_, static_cast<size_t>(gi), kernels_[static_cast<size_t>(gi)].source.kernel().name,
+                          names);
+  };
+  if (opts_.plan_memory) po.trailer = describe_plan(plan_, names);
+  return print_graph(graph_, opts_.name, po);
+}
+
+} // namespace unitile::graph
