@@ -3,22 +3,13 @@
 #include "train/TrainStep.h"
 
 #include "graph/Autodiff.h"
-#include "graph/GraphKernel.h"
+#include "graph/Executor.h"
 #include "ir/Diagnostic.h"
-#include "schedule/Lower.h"
 
 #include <fmt/core.h>
 #include <fmt/format.h>
 
 #include <map>
-
-// The graph executor is written in parallel with this layer; until its header is on
-// this branch the whole step runs as one kernel (graph_kernel), which is correct, only
-// not partitioned or memory-planned.
-#if __has_include("graph/Executor.h")
-#include "graph/Executor.h"
-#define UNITILE_TRAIN_HAS_EXECUTOR 1
-#endif
 
 namespace unitile::train {
 
@@ -27,45 +18,6 @@ namespace {
 std::string type_text(const ops::TensorSpec& t) {
   return fmt::format("{}{}", dtype_name(t.dtype), shape_string(t.shape));
 }
-
-// Runs one graph on device tensors: inputs in g.inputs() order, outputs in g.outputs()
-// order, freshly allocated.
-class GraphRunner {
-public:
-  GraphRunner(Session& session, const graph::Graph& g)
-#ifdef UNITILE_TRAIN_HAS_EXECUTOR
-      : executor_(session, g) {
-  }
-  std::vector<DeviceTensor> run(const std::vector<DeviceTensor>& inputs) { return executor_.run(inputs); }
-  std::string describe() const { return executor_.describe(); }
-
-private:
-  graph::GraphExecutor executor_;
-#else
-      : session_(&session), kernel_(graph::graph_kernel(g, "train_step")) {
-    std::map<std::string, std::vector<int64_t>> shapes;
-    for (size_t i = 0; i < g.inputs().size(); ++i)
-      shapes[kernel_.inputs[i]] = g.value(g.inputs()[i]).type.shape;
-    compiled_ = session.compile(kernel_.kernel(), bind_shapes(kernel_.kernel(), shapes, {}));
-  }
-  std::vector<DeviceTensor> run(const std::vector<DeviceTensor>& inputs) {
-    std::map<std::string, DeviceTensor> named;
-    for (size_t i = 0; i < inputs.size(); ++i)
-      named.emplace(kernel_.inputs[i], inputs[i]);
-    std::map<std::string, DeviceTensor> out = session_->run_resident(*compiled_, named, {});
-    std::vector<DeviceTensor> result;
-    for (const std::string& name : kernel_.outputs)
-      result.push_back(std::move(out.at(name)));
-    return result;
-  }
-  std::string describe() const { return "one kernel (graph_kernel): " + kernel_.kernel().name; }
-
-private:
-  Session* session_;
-  graph::GraphKernel kernel_;
-  std::shared_ptr<const CompiledKernel> compiled_;
-#endif
-};
 
 } // namespace
 
@@ -82,7 +34,7 @@ struct TrainStep::Program {
   // Outputs: the loss, the new parameters, the new state (per parameter, per slot), then
   // the total norm when clipping, then the gradients when kept.
   bool has_norm = false, has_gradients = false;
-  std::unique_ptr<GraphRunner> runner;
+  std::unique_ptr<graph::GraphExecutor> executor;
 };
 
 namespace {
@@ -171,7 +123,12 @@ std::unique_ptr<TrainStep::Program> build_program(Session& session, graph::Graph
   }
   g.set_outputs(outputs);
   p->graph = std::move(g);
-  p->runner = std::make_unique<GraphRunner>(session, p->graph);
+  graph::ExecutorOptions executor_options = options.executor;
+  if (executor_options.name == graph::ExecutorOptions{}.name)
+    executor_options.name = "train_step";
+  if (first_update)
+    executor_options.name += "_first";
+  p->executor = std::make_unique<graph::GraphExecutor>(session, p->graph, executor_options);
   return p;
 }
 
@@ -235,7 +192,7 @@ TrainStep& TrainStep::operator=(TrainStep&&) noexcept = default;
 
 const graph::Graph& TrainStep::graph() const { return first_ ? first_->graph : every_->graph; }
 
-std::string TrainStep::describe() const { return every_->runner->describe(); }
+std::string TrainStep::describe() const { return every_->executor->describe(); }
 
 const std::vector<DeviceTensor>& TrainStep::gradients() const {
   if (!options_.keep_gradients)
@@ -299,7 +256,7 @@ double TrainStep::run(TrainState& state, const std::vector<DeviceTensor>& batch)
       break;
     }
   }
-  std::vector<DeviceTensor> out = p.runner->run(inputs);
+  std::vector<DeviceTensor> out = p.executor->run(inputs);
   const size_t n = param_names_.size();
   UT_INTERNAL_ASSERT(out.size() == 1 + n + n * slots + (p.has_norm ? 1 : 0) + (p.has_gradients ? n : 0),
                      "training step output count");

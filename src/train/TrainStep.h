@@ -1,11 +1,13 @@
 // One training step as ONE graph: the caller's forward graph (which computes the loss),
 // the gradients of the loss with respect to every parameter (graph::append_gradients),
 // optional clipping by their global norm, and an optimizer update per parameter. The
-// graph is compiled once; every step then runs it on the device-resident parameters and
-// optimizer state and swaps the new ones in, with the learning rate and the update number
-// passed as scalar inputs (so a schedule never recompiles anything).
+// graph is compiled once by graph::GraphExecutor (fused kernels, planned memory); every
+// step then runs it on the device-resident parameters and optimizer state and swaps the
+// new ones in, with the learning rate and the update number passed as scalar inputs (so
+// a schedule never recompiles anything).
 #pragma once
 
+#include "graph/Executor.h"
 #include "graph/Graph.h"
 #include "runtime/Session.h"
 #include "train/Optimizer.h"
@@ -25,6 +27,9 @@ struct TrainStepOptions {
   bool keep_gradients = false;
   /// Where the caller built the forward graph, for messages about the step's own nodes.
   std::string where = "training step";
+  /// How the graph executor partitions and plans the step (its kernels are named
+  /// train_step_k0, ... unless `name` is changed from the default).
+  graph::ExecutorOptions executor;
 };
 
 class TrainStep {
