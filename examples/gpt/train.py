@@ -52,6 +52,9 @@ def parse_args(argv):
     p.add_argument("--seed", type=int, default=0, help="seed of the initial parameters and of the batches")
     p.add_argument("--init", metavar="PATH.npz", help="initial parameters (instead of the seeded ones)")
     p.add_argument("--save", metavar="PATH.npz", help="write the trained parameters here")
+    p.add_argument("--profile", metavar="PATH.json",
+                   help="(unitile) profile the steps after the first (which compiles): print the per-kernel "
+                        "table and timeline, write a Chrome trace here and an HTML report next to it")
     a = p.parse_args(argv)
     if a.steps < 0:
         p.error(f"--steps must be 0 or more, got {a.steps}")
@@ -59,6 +62,8 @@ def parse_args(argv):
         p.error(f"--batch must be at least 1, got {a.batch}")
     if a.warmup < 0 or (a.warmup and a.warmup >= a.steps):
         p.error(f"--warmup must be between 0 and --steps - 1, got {a.warmup}")
+    if a.profile and a.impl != "unitile":
+        p.error("--profile profiles Unitile's kernels; it needs --impl unitile")
     if a.clip is not None and not a.clip > 0:
         p.error(f"--clip must be above 0, got {a.clip}")
     return p, a
@@ -118,13 +123,28 @@ def main(argv=None):
     print(f"# {args.impl} on {args.device if args.impl == 'unitile' else 'cpu'}: {cfg}, {n} parameters, "
           f"{len(tokens)} tokens", flush=True)
     step, final = (unitile_trainer if args.impl == "unitile" else torch_trainer)(args, cfg, params)
+    profiler = None
     start = time.perf_counter()
     for s in range(args.steps):
         x, y = data.batch(tokens, s, args.seed, args.batch, cfg.seq)
+        if args.profile and s == 1:  # after the first step, which compiles
+            import unitile as tl
+            profiler = tl.profile()
+            profiler.__enter__()
         loss = step(x, y)
         print(f"step {s + 1} loss {loss:.6f}", flush=True)
     if args.steps:
         print(f"# {args.steps} steps in {time.perf_counter() - start:.2f} s (the first includes compiling)")
+    if profiler is not None:
+        profiler.__exit__(None, None, None)
+        print(profiler.table())
+        print(profiler.timeline())
+        profiler.export_chrome_trace(args.profile)
+        html = os.path.splitext(args.profile)[0] + ".html"
+        profiler.export_html(html)
+        print(f"# profile of steps 2-{args.steps}: {args.profile}, {html}")
+    elif args.profile:
+        print("# --profile: nothing profiled (it needs at least 2 steps; the first compiles)")
     if args.save:
         np.savez(args.save, **final())
         print(f"# saved {args.save}")

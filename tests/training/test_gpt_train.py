@@ -2,6 +2,7 @@
 initial parameters on the same batches: the gradients of the first step and the losses of
 ten AdamW steps, and examples/gpt/train.py end to end."""
 
+import json
 import os
 import re
 import subprocess
@@ -78,3 +79,21 @@ def test_train_script_prints_losses_and_round_trips_parameters(tmp_path):
     bad = subprocess.run([sys.executable, script, "--steps", "1", "--init", str(saved), *flags, "--d-model", "32"],
                          capture_output=True, text=True)
     assert bad.returncode == 1 and "has shape" in bad.stderr
+
+
+def test_train_script_profiles_the_steps_after_the_first(tmp_path):
+    script = os.path.join(os.path.dirname(data.__file__), "train.py")
+    flags = ["--layers", "1", "--d-model", "16", "--heads", "2", "--seq", "8", "--batch", "2", "--vocab", "80"]
+    trace = tmp_path / "prof.json"
+    run = subprocess.run([sys.executable, script, "--steps", "3", "--device", "cpu", "--profile", str(trace), *flags],
+                         capture_output=True, text=True, check=True)
+    assert re.search(r"^cpu-0: \w+_k0\(", run.stdout, re.M), run.stdout  # the timeline line
+    events = [e for e in json.loads(trace.read_text())["traceEvents"] if e["ph"] == "X"]
+    kernels = {e["name"] for e in events}
+    # every fused kernel of the step ran once per profiled step (steps 2 and 3)
+    assert len(kernels) > 5 and len(events) >= 2 * len(kernels), (len(kernels), len(events))
+    html = (tmp_path / "prof.html").read_text()
+    assert all(k in html for k in kernels)
+    bad = subprocess.run([sys.executable, script, "--steps", "2", "--impl", "torch", "--profile", str(trace), *flags],
+                         capture_output=True, text=True)
+    assert bad.returncode == 1 and "--profile" in bad.stderr

@@ -4,17 +4,22 @@
 #include "unitile/Command.h"
 #include "unitile/KernelInputs.h"
 
+#include "graph/Executor.h"
+#include "graph/GraphText.h"
 #include "ir/Diagnostic.h"
 #include "profile/ChromeTrace.h"
 #include "profile/HtmlReport.h"
 #include "profile/OutputFile.h"
 #include "profile/Profiler.h"
 #include "runtime/KernelCache.h"
+#include "runtime/Npy.h"
 #include "runtime/Session.h"
+#include "runtime/SourceFiles.h"
 #include "tune/TunedLookup.h"
 #include "tune/TuningDatabase.h"
 
 #include <fmt/core.h>
+#include <xxhash.h>
 
 #include <iostream>
 
@@ -31,9 +36,10 @@ constexpr const char* kProfileFooter =
     "--trace writes Chrome Trace Event JSON (open it in ui.perfetto.dev or chrome://tracing;\n"
     "pid = device, tid = queue); --html a self-contained page with each device's timeline,\n"
     "the table and a roofline against the HCD's peak rates. Files are written only when the\n"
-    "whole profile succeeded. Targets: a .ut file, or op:NAME with `unitile run`'s flags\n"
-    "(--shape X=2x3 --dtype f64 --attr K=V); graphs and models need the graph IR (issue 7),\n"
-    "which does not exist yet.\n";
+    "whole profile succeeded. Targets: a .ut file, op:NAME with `unitile run`'s flags\n"
+    "(--shape X=2x3 --dtype f64 --attr K=V), or a graph (.utg, see `unitile graph`), run\n"
+    "through the graph executor as its fused kernels (<graph>_k0, _k1, ...: the ops of\n"
+    "each are listed after the timeline).\n";
 
 struct ProfileArgs {
   InputFlags in;
@@ -42,15 +48,108 @@ struct ProfileArgs {
   std::string trace, html;
 };
 
-// Refuse what cannot be profiled yet, with the reason, before anything runs.
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() > suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// Refuse what cannot be profiled, with the reason, before anything runs.
 void check_target(const std::string& target) {
-  if (is_op_target(target)) return;
-  if (target.size() > 3 && target.compare(target.size() - 3, 3, ".ut") == 0) return;
+  if (is_op_target(target) || ends_with(target, ".ut") || ends_with(target, ".utg")) return;
   throw UserError(fmt::format(
-      "error: {}: unitile profile runs the kernels of a .ut file or a library op (op:NAME); "
-      "graphs and models (ONNX, training steps) need the graph IR (issue 7), which does not "
-      "exist yet",
+      "error: {}: unitile profile runs the kernels of a .ut file, a library op (op:NAME) or a "
+      "graph (.utg); ONNX models need the converter, which does not exist yet",
       target));
+}
+
+// Print the table and timeline; write the trace and the HTML report.
+void report(const profile::Profiler& profiler, const ProfileArgs& pa, const std::string& legend) {
+  std::cout << profiler.table() << "\n" << profiler.timeline() << legend;
+  profile::StagedOutputs outputs;
+  if (!pa.trace.empty())
+    outputs.add(pa.trace,
+                profile::chrome_trace(profiler.devices(), profiler.events()).dump(1) + "\n",
+                "--trace");
+  if (!pa.html.empty())
+    outputs.add(pa.html, profile::html_report(profiler.devices(), profiler.events()), "--html");
+  outputs.commit();
+  if (!pa.trace.empty())
+    std::cout << "trace: " << pa.trace << "\n";
+  if (!pa.html.empty())
+    std::cout << "html: " << pa.html << "\n";
+}
+
+// A graph: its inputs from --input files or random (seeded per input name, as `unitile
+// graph --run` makes them), run on each device by the graph executor: once to warm up,
+// then --repeat times recorded. Every launch is one fused kernel of the partition.
+int profile_graph(const CommonOptions& co, const ProfileArgs& pa) {
+  if (!co.kernel.empty() || !co.shapes.empty() || !pa.in.params.empty())
+    throw UserError("error: a graph's shapes are in its text; --kernel, --shape and --param do not apply");
+  const graph::NamedGraph parsed = graph::parse_graph(read_source_file(co.file));
+  const graph::Graph& g = parsed.graph;
+  std::map<std::string, std::string> files;
+  for (const auto& [name, path] : name_values(pa.in.inputs, "--input", false)) {
+    if (files.count(name)) throw UserError(fmt::format("error: --input {} is given twice", name));
+    files[name] = path;
+  }
+  std::vector<Tensor> host_inputs;
+  for (graph::ValueId v : g.inputs()) {
+    const graph::Value& val = g.value(v);
+    if (auto it = files.find(val.input_name); it != files.end()) {
+      Tensor t = read_npy(it->second, val.type.dtype);
+      if (t.dtype != val.type.dtype || t.shape != val.type.shape)
+        throw UserError(fmt::format("error: --input {}={}: the graph input is {} but the file holds {}{}",
+                                    val.input_name, it->second, graph::type_text(val.type), dtype_name(t.dtype),
+                                    shape_string(t.shape)));
+      host_inputs.push_back(std::move(t));
+      files.erase(it);
+    } else {
+      const uint64_t stream = XXH3_64bits(val.input_name.data(), val.input_name.size());
+      host_inputs.push_back(random_tensor(val.type.dtype, val.type.shape, pa.in.seed, stream));
+    }
+  }
+  if (!files.empty())
+    throw UserError(fmt::format("error: --input {}: graph {} has no input of that name", files.begin()->first,
+                                parsed.name));
+  const std::vector<std::string> device_names = device_list(co.device);
+  if (device_names.size() > 1 && !co.device_plugin.empty())
+    throw UserError("error: --device-plugin loads one device; --device must then name one");
+
+  auto cache = std::make_shared<KernelCache>(KernelCache::default_dir());
+  std::vector<Session> sessions;
+  for (const std::string& name : device_names) {
+    sessions.emplace_back(open_device(name, device_options(co)), cache);
+    sessions.back().set_schedule_lookup(tuning_database_lookup(TuningDatabase::default_path()));
+  }
+  profile::Profiler profiler;
+  std::string legend;
+  for (Session& session : sessions) {
+    graph::ExecutorOptions eo;
+    eo.name = parsed.name;
+    graph::GraphExecutor exec(session, g, eo);
+    std::vector<DeviceTensor> inputs;
+    for (const Tensor& t : host_inputs) {
+      auto buffer = std::make_shared<DeviceBuffer>(session.device().alloc(std::max<size_t>(t.nbytes(), 1)));
+      session.device().copy_in(*buffer, t.data.data(), t.nbytes());
+      inputs.push_back(DeviceTensor{t.dtype, t.shape, std::move(buffer)});
+    }
+    exec.run(inputs); // warm-up, not recorded
+    profiler.start();
+    for (int r = 0; r < pa.repeat; ++r) exec.run(inputs);
+    profiler.stop();
+    if (legend.empty()) {
+      // What each kernel computes: the ops of its group, in order (the same partition on
+      // every device, since it depends on the graph alone).
+      const graph::Partition& p = exec.partition();
+      legend = "\nkernels:\n";
+      for (size_t k = 0; k < p.groups.size(); ++k) {
+        std::string ops;
+        for (size_t n : p.groups[k].nodes) ops += (ops.empty() ? "" : ", ") + exec.graph().nodes()[n].op;
+        legend += fmt::format("  {}_k{}: {}\n", parsed.name, k, ops);
+      }
+    }
+  }
+  report(profiler, pa, legend);
+  return 0;
 }
 
 int profile_command(const CommonOptions& co, const ProfileArgs& pa) {
@@ -62,6 +161,7 @@ int profile_command(const CommonOptions& co, const ProfileArgs& pa) {
     profile::check_writable(pa.trace, "--trace");
   if (!pa.html.empty())
     profile::check_writable(pa.html, "--html");
+  if (ends_with(co.file, ".utg")) return profile_graph(co, pa);
 
   // The same path as `unitile run`: a .ut file's kernels, or op:NAME written out.
   const KernelTarget target = load_kernel_target(co, pa.in, pa.op);
@@ -95,19 +195,7 @@ int profile_command(const CommonOptions& co, const ProfileArgs& pa) {
     profiler.stop();
   }
 
-  std::cout << profiler.table() << "\n" << profiler.timeline();
-  profile::StagedOutputs outputs;
-  if (!pa.trace.empty())
-    outputs.add(pa.trace,
-                profile::chrome_trace(profiler.devices(), profiler.events()).dump(1) + "\n",
-                "--trace");
-  if (!pa.html.empty())
-    outputs.add(pa.html, profile::html_report(profiler.devices(), profiler.events()), "--html");
-  outputs.commit();
-  if (!pa.trace.empty())
-    std::cout << "trace: " << pa.trace << "\n";
-  if (!pa.html.empty())
-    std::cout << "html: " << pa.html << "\n";
+  report(profiler, pa, "");
   return 0;
 }
 
@@ -116,8 +204,8 @@ CommandAction setup_profile(CLI::App& cmd) {
   auto pa = std::make_shared<ProfileArgs>();
   add_common(&cmd, *co);
   cmd.get_option("file")->description(
-      "a .ut file (every kernel in it, in order, or --kernel) or op:NAME (a library op; see "
-      "`unitile ops`)");
+      "a .ut file (every kernel in it, in order, or --kernel), op:NAME (a library op; see "
+      "`unitile ops`) or a graph (.utg)");
   // Repeated --device options join into one comma list: `--device cpu --device sim`
   // is `--device cpu,sim`.
   cmd.get_option("--device")
