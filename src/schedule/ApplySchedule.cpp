@@ -73,6 +73,7 @@ Stmt apply_one(const LoopProgram& p, const Stmt& body, const Primitive& x, const
   case PrimitiveKind::Epilogue:
   case PrimitiveKind::FlashAttention:
   case PrimitiveKind::Widen:
+  case PrimitiveKind::Pretranspose:
   case PrimitiveKind::Inline: break;
   }
   internal_fail(__FILE__, __LINE__, "program-level primitive applied to one func");
@@ -109,16 +110,19 @@ LoopProgram lower_scheduled(const Kernel& kernel, const ShapeBindings& b, const 
   Kernel k = kernel;
   // The Kernel IR primitives first, in their order.
   for (const Primitive& x : s.primitives)
-    if (x.kind == PrimitiveKind::Inline || x.kind == PrimitiveKind::Widen) {
+    if (x.kind == PrimitiveKind::Inline || x.kind == PrimitiveKind::Widen || x.kind == PrimitiveKind::Pretranspose) {
       try {
-        k = x.kind == PrimitiveKind::Inline ? inline_local(k, x.buffer) : widen_accumulator(k, x.buffer);
+        k = x.kind == PrimitiveKind::Inline ? inline_local(k, x.buffer)
+            : x.kind == PrimitiveKind::Widen ? widen_accumulator(k, x.buffer)
+                                             : pretranspose_operand(k, x.buffer, x.on);
       } catch (const UserError& e) {
         throw located(x, kernel, e);
       }
     }
   LoopProgram p = lower_to_loops(k, b, hcd, LowerOptions{true});
   for (const Primitive& x : s.primitives) {
-    if (x.kind == PrimitiveKind::Inline || x.kind == PrimitiveKind::Widen) continue;
+    if (x.kind == PrimitiveKind::Inline || x.kind == PrimitiveKind::Widen || x.kind == PrimitiveKind::Pretranspose)
+      continue;
     try {
       if (x.kind == PrimitiveKind::ComputeAt) {
         p = compute_at(p, x.buffer, x.at);

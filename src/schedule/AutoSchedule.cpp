@@ -288,6 +288,58 @@ AutoSchedule auto_schedule(const Kernel& given, const ShapeBindings& b, const hc
     a.reasons.push_back(fmt::format("{}: accumulated in the f32 local {} and rounded to {} once (widen)", c.output,
                                     local, dtype_name(t->dtype)));
   }
+  // Contractions reading an operand across the output's unit-stride axis (`W[n, k]` in
+  // `Y[m, n] += X[m, k] * W[n, k]`) read a transposed copy of it (Pretranspose.cpp),
+  // when that makes them GEMM sites. Attention chains are left to flash attention.
+  {
+    std::set<std::string> attention_outputs;
+    for (const AttentionSite& site : attention_sites(k, b))
+      for (size_t n = site.first; n <= site.first + 3 && n < k.body.size(); ++n)
+        attention_outputs.insert(k.body[n].output);
+    std::vector<std::pair<std::string, std::string>> candidates; // (operand, statement output)
+    for (const Comprehension& c : k.body) {
+      if (c.reduce != ReduceKind::Add || c.reduction_vars.size() != 1 || c.is_indirect_store() ||
+          c.indices.empty() || attention_outputs.count(c.output))
+        continue;
+      const std::string& j = c.indices.back();
+      std::set<std::string> seen;
+      visit(c.value, [&](const Expr& e) {
+        if (e->kind != ExprKind::Access || seen.count(e->name) || e->operands.empty()) return;
+        bool plain = true, moves = false;
+        for (const Expr& i : e->operands) {
+          plain &= i->kind == ExprKind::Var;
+          moves |= i->kind == ExprKind::Var && i->name == j;
+        }
+        const Expr& last = e->operands.back();
+        if (plain && moves && !(last->kind == ExprKind::Var && last->name == j)) {
+          seen.insert(e->name);
+          candidates.emplace_back(e->name, c.output);
+        }
+      });
+    }
+    for (const auto& [operand, on] : candidates) {
+      bool already = false;
+      for (const GemmSite& site : gemm_sites(k, b, h)) already |= site.output == on;
+      if (already) continue;
+      std::string local;
+      try {
+        Kernel moved = pretranspose_operand(k, operand, on, &local);
+        bool blocks = false;
+        for (const GemmSite& site : gemm_sites(moved, b, h)) blocks |= site.output == on;
+        Primitive pt;
+        pt.kind = PrimitiveKind::Pretranspose;
+        pt.buffer = operand;
+        pt.on = on;
+        if (!blocks || !try_add({pt})) continue;
+        k = std::move(moved);
+      } catch (const UserError&) {
+        continue;
+      }
+      a.reasons.push_back(fmt::format("{}: reads {} across its last index; {} holds it transposed so the "
+                                      "contraction is a GEMM (pretranspose)",
+                                      on, operand, local));
+    }
+  }
   auto [l1, l2] = cache_sizes(h);
   std::set<size_t> gemm_statements; // and fused attention statements
   for (const AttentionSite& site : attention_sites(k, b)) {

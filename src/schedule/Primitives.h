@@ -108,6 +108,12 @@ Kernel inline_local(const Kernel& k, const std::string& buffer);
 /// into a new f32 local (named `<buffer>_f32`, returned in `local_name`) with its value
 /// computed in f32, and a statement right after it rounds the local into `buffer`.
 Kernel widen_accumulator(const Kernel& k, const std::string& buffer, std::string* local_name = nullptr);
+/// pretranspose (Kernel IR): the statement writing `on` reads `operand` at plain index
+/// variables with the output's last index (its unit-stride axis) not last; a new local
+/// `<operand>_t` holds it with that dimension moved last (a copy statement right before)
+/// and the statement reads the local. Returns the local's name in `local_name`.
+Kernel pretranspose_operand(const Kernel& k, const std::string& operand, const std::string& on,
+                            std::string* local_name = nullptr);
 /// `e` computed in `to`: every bf16/f16 read and literal converted first (explicit
 /// casts stay, with their operand widened).
 Expr widen_value(const Expr& e, DType to);

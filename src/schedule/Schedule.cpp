@@ -25,6 +25,7 @@ constexpr KindName kKinds[] = {
     {PrimitiveKind::MicroKernel, "microkernel"}, {PrimitiveKind::FoldInit, "fold_init"},
     {PrimitiveKind::Epilogue, "epilogue"},
     {PrimitiveKind::FlashAttention, "flash_attention"}, {PrimitiveKind::Widen, "widen"},
+    {PrimitiveKind::Pretranspose, "pretranspose"},
 };
 
 constexpr ForKind kBindKinds[] = {ForKind::GridX,   ForKind::GridY,   ForKind::GridZ,
@@ -35,7 +36,7 @@ constexpr MemScope kScopes[] = {MemScope::Global, MemScope::Shared, MemScope::Lo
 const char* kUsage =
     "primitives: split V F [as O, I]; tile V F, W G; reorder V, W, ...; fuse V, W [as N]; "
     "parallel V; vectorize V; unroll V; bind V grid.x|thread.x|...; stage T local|shared|register "
-    "at V; cache_write T register|local at V; compute_at T at V; inline T; widen T; microkernel V; fold_init T; epilogue T; any of "
+    "at V; cache_write T register|local at V; compute_at T at V; inline T; widen T; pretranspose T on U; microkernel V; fold_init T; epilogue T; any of "
     "them may end with `on T` (the statement writing T); flash_attention O [rows R keys K]";
 
 // One token of the schedule text with where it starts.
@@ -182,6 +183,7 @@ public:
       break;
     case PrimitiveKind::Inline:
     case PrimitiveKind::Widen:
+    case PrimitiveKind::Pretranspose:
     case PrimitiveKind::FoldInit:
     case PrimitiveKind::Epilogue:
       p.buffer = ident(next("a tensor name"), "a tensor name");
@@ -294,6 +296,7 @@ std::string to_text(const Schedule& s) {
     case PrimitiveKind::ComputeAt: line += fmt::format(" {} at {}", p.buffer, p.at); break;
     case PrimitiveKind::Inline:
     case PrimitiveKind::Widen:
+    case PrimitiveKind::Pretranspose:
     case PrimitiveKind::FoldInit:
     case PrimitiveKind::Epilogue: line += " " + p.buffer; break;
     case PrimitiveKind::MicroKernel: line += " " + p.at; break;

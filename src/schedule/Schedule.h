@@ -35,6 +35,7 @@ enum class PrimitiveKind : uint8_t {
   Epilogue,    // the elementwise consumer of local `buffer` runs on its reduction's final tiles
   FlashAttention, // the attention chain writing `buffer` fused (online softmax); factors: {} or {rows, keys}
   Widen,       // the reduction into bf16/f16 `buffer` accumulates in an f32 local, rounded after (Kernel IR)
+  Pretranspose, // `buffer`, read by the statement writing `on` across its last index, copied transposed (Kernel IR)
 };
 
 const char* primitive_name(PrimitiveKind k); // "split", "cache_write", ...
