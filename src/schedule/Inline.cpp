@@ -5,6 +5,7 @@
 // costs a full write and read of memory when it is materialised; as an expression inside
 // its reader it costs nothing. This works on Kernel IR, before lowering, where a
 // statement is still one expression.
+#include "schedule/KernelEdit.h"
 #include "schedule/Primitives.h"
 
 #include <fmt/core.h>
@@ -21,13 +22,7 @@ Kernel inline_local(const Kernel& k, const std::string& buffer) {
   const TensorDecl* t = k.find_tensor(buffer);
   if (!t) throw fail("no such tensor");
   if (t->role != TensorRole::Local) throw fail("only locals can be inlined (it is an input or output)");
-  size_t at = k.body.size();
-  for (size_t n = 0; n < k.body.size(); ++n)
-    if (k.body[n].output == buffer) {
-      if (at != k.body.size()) throw fail("it is written by more than one statement");
-      at = n;
-    }
-  if (at == k.body.size()) throw fail("no statement writes it");
+  const size_t at = only_writer(k, buffer, fail);
   const Comprehension& def = k.body[at];
   if (def.reduce != ReduceKind::Assign || def.is_indirect_store())
     throw fail("its statement is a reduction or a scatter; only an assignment can be inlined");

@@ -8,6 +8,7 @@
 // One pass over W (K x N elements, against M x N x K multiply-adds) writes
 // `W_t[k, n] = W[n, k]`, and the contraction becomes an ordinary GEMM. This works on
 // Kernel IR, before lowering, like inline and widen.
+#include "schedule/KernelEdit.h"
 #include "schedule/Primitives.h"
 
 #include <fmt/core.h>
@@ -23,13 +24,7 @@ Kernel pretranspose_operand(const Kernel& k, const std::string& operand, const s
   };
   const TensorDecl* t = k.find_tensor(operand);
   if (!t) throw fail("no such tensor");
-  size_t at = k.body.size();
-  for (size_t n = 0; n < k.body.size(); ++n)
-    if (k.body[n].output == on) {
-      if (at != k.body.size()) throw fail(fmt::format("'{}' is written by more than one statement", on));
-      at = n;
-    }
-  if (at == k.body.size()) throw fail(fmt::format("no statement writes '{}'", on));
+  const size_t at = only_writer(k, on, fail);
   const Comprehension& c = k.body[at];
   if (c.is_indirect_store() || c.indices.empty()) throw fail("the statement is a scatter or writes a scalar");
   const std::string& j = c.indices.back(); // the output's unit-stride axis
@@ -63,15 +58,7 @@ Kernel pretranspose_operand(const Kernel& k, const std::string& operand, const s
   for (size_t d = 0; d < vars.size(); ++d)
     if (d != jd) perm.push_back(d);
   perm.push_back(jd);
-  auto taken = [&](const std::string& n) {
-    if (k.find_tensor(n) || k.find_param(n)) return true;
-    for (const Comprehension& s : k.body)
-      for (const auto& [v, range] : s.ranges)
-        if (v == n) return true;
-    return false;
-  };
-  std::string local = operand + "_t";
-  for (int n = 2; taken(local); ++n) local = fmt::format("{}_t{}", operand, n);
+  const std::string local = unused_name(k, operand + "_t");
 
   Kernel out = k;
   TensorDecl decl = *t;

@@ -8,6 +8,7 @@
 // ordinary f32 GEMM for the auto-scheduler: it is register-blocked, and staging its
 // operands converts them to f32 once while packing (Stage.cpp), so the micro-kernel runs
 // on f32 vectors. This works on Kernel IR, before lowering, like inline.
+#include "schedule/KernelEdit.h"
 #include "schedule/Primitives.h"
 
 #include <fmt/core.h>
@@ -54,27 +55,12 @@ Kernel widen_accumulator(const Kernel& k, const std::string& buffer, std::string
   if (!t) throw fail("no such tensor");
   if (!is_narrow_float(t->dtype))
     throw fail(fmt::format("it is {}; only bf16 and f16 results are widened", dtype_name(t->dtype)));
-  size_t at = k.body.size();
-  for (size_t n = 0; n < k.body.size(); ++n)
-    if (k.body[n].output == buffer) {
-      if (at != k.body.size()) throw fail("it is written by more than one statement");
-      at = n;
-    }
-  if (at == k.body.size()) throw fail("no statement writes it");
+  const size_t at = only_writer(k, buffer, fail);
   const Comprehension& c = k.body[at];
   if (c.is_indirect_store()) throw fail("its statement is a scatter");
   if (c.reduce == ReduceKind::Assign || c.reduction_vars.empty())
     throw fail("its statement is not a reduction (nothing to accumulate)");
-  // A fresh name: buffer_f32, else buffer_f32_2, ...
-  auto taken = [&](const std::string& n) {
-    if (k.find_tensor(n) || k.find_param(n)) return true;
-    for (const Comprehension& s : k.body)
-      for (const auto& [v, range] : s.ranges)
-        if (v == n) return true;
-    return false;
-  };
-  std::string local = buffer + "_f32";
-  for (int n = 2; taken(local); ++n) local = fmt::format("{}_f32_{}", buffer, n);
+  const std::string local = unused_name(k, buffer + "_f32");
 
   Kernel out = k;
   TensorDecl acc = *t;

@@ -1,6 +1,7 @@
 // `unitile graph`: read a graph (.utg), run passes on it and print it, or run it on a
 // device through the graph executor and check it against the one-kernel form on sim.
 #include "unitile/Command.h"
+#include "unitile/GraphInputs.h"
 
 #include "graph/Executor.h"
 #include "graph/Fusion.h"
@@ -16,7 +17,6 @@
 #include "runtime/SourceFiles.h"
 
 #include <fmt/core.h>
-#include <xxhash.h>
 
 #include <filesystem>
 #include <iostream>
@@ -101,32 +101,11 @@ Tensor to_host(const Device& dev, const DeviceTensor& t) {
 int run_graph(const graph::NamedGraph& parsed, const GraphOptions& o) {
   const graph::Graph& g = parsed.graph;
   // Inputs: --input files by name, random otherwise.
-  std::map<std::string, std::string> files;
-  for (const auto& [name, path] : name_values(o.inputs, "--input", false)) {
-    if (files.count(name)) throw UserError(fmt::format("error: --input {} is given twice", name));
-    files[name] = path;
-  }
   std::map<std::string, Tensor> host_inputs;
-  std::vector<std::string> input_names;
-  for (graph::ValueId v : g.inputs()) {
-    const graph::Value& val = g.value(v);
-    input_names.push_back(val.input_name);
-    if (auto it = files.find(val.input_name); it != files.end()) {
-      Tensor t = read_npy(it->second, val.type.dtype);
-      if (t.dtype != val.type.dtype || t.shape != val.type.shape)
-        throw UserError(fmt::format("error: --input {}={}: the graph input is {} but the file holds {}{}",
-                                    val.input_name, it->second, graph::type_text(val.type), dtype_name(t.dtype),
-                                    shape_string(t.shape)));
-      host_inputs.emplace(val.input_name, std::move(t));
-      files.erase(it);
-    } else {
-      const uint64_t stream = XXH3_64bits(val.input_name.data(), val.input_name.size());
-      host_inputs.emplace(val.input_name, random_tensor(val.type.dtype, val.type.shape, o.seed, stream));
-    }
+  {
+    std::vector<Tensor> in = graph_host_inputs(parsed, o.inputs, o.seed);
+    for (size_t i = 0; i < in.size(); ++i) host_inputs.emplace(g.value(g.inputs()[i]).input_name, std::move(in[i]));
   }
-  if (!files.empty())
-    throw UserError(fmt::format("error: --input {}: graph {} has no input of that name (inputs: {})",
-                                files.begin()->first, parsed.name, join(input_names)));
 
   auto cache = std::make_shared<KernelCache>(KernelCache::default_dir());
   Session session(open_device(o.device, DeviceOptions{o.device_plugin, o.hcd}), cache);

@@ -2,6 +2,7 @@
 // profiler, print the per-device table and the side-by-side timeline, and write the
 // Chrome trace and the HTML report.
 #include "unitile/Command.h"
+#include "unitile/GraphInputs.h"
 #include "unitile/KernelInputs.h"
 
 #include "graph/Executor.h"
@@ -12,14 +13,12 @@
 #include "profile/OutputFile.h"
 #include "profile/Profiler.h"
 #include "runtime/KernelCache.h"
-#include "runtime/Npy.h"
 #include "runtime/Session.h"
 #include "runtime/SourceFiles.h"
 #include "tune/TunedLookup.h"
 #include "tune/TuningDatabase.h"
 
 #include <fmt/core.h>
-#include <xxhash.h>
 
 #include <iostream>
 
@@ -47,6 +46,20 @@ struct ProfileArgs {
   int repeat = 1;
   std::string trace, html;
 };
+
+// One session per --device, sharing the kernel cache, with the tuning database attached.
+std::vector<Session> open_sessions(const CommonOptions& co) {
+  const std::vector<std::string> device_names = device_list(co.device);
+  if (device_names.size() > 1 && !co.device_plugin.empty())
+    throw UserError("error: --device-plugin loads one device; --device must then name one");
+  auto cache = std::make_shared<KernelCache>(KernelCache::default_dir());
+  std::vector<Session> sessions;
+  for (const std::string& name : device_names) {
+    sessions.emplace_back(open_device(name, device_options(co)), cache);
+    sessions.back().set_schedule_lookup(tuning_database_lookup(TuningDatabase::default_path()));
+  }
+  return sessions;
+}
 
 bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() > suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
@@ -85,47 +98,14 @@ int profile_graph(const CommonOptions& co, const ProfileArgs& pa) {
   if (!co.kernel.empty() || !co.shapes.empty() || !pa.in.params.empty())
     throw UserError("error: a graph's shapes are in its text; --kernel, --shape and --param do not apply");
   const graph::NamedGraph parsed = graph::parse_graph(read_source_file(co.file));
-  const graph::Graph& g = parsed.graph;
-  std::map<std::string, std::string> files;
-  for (const auto& [name, path] : name_values(pa.in.inputs, "--input", false)) {
-    if (files.count(name)) throw UserError(fmt::format("error: --input {} is given twice", name));
-    files[name] = path;
-  }
-  std::vector<Tensor> host_inputs;
-  for (graph::ValueId v : g.inputs()) {
-    const graph::Value& val = g.value(v);
-    if (auto it = files.find(val.input_name); it != files.end()) {
-      Tensor t = read_npy(it->second, val.type.dtype);
-      if (t.dtype != val.type.dtype || t.shape != val.type.shape)
-        throw UserError(fmt::format("error: --input {}={}: the graph input is {} but the file holds {}{}",
-                                    val.input_name, it->second, graph::type_text(val.type), dtype_name(t.dtype),
-                                    shape_string(t.shape)));
-      host_inputs.push_back(std::move(t));
-      files.erase(it);
-    } else {
-      const uint64_t stream = XXH3_64bits(val.input_name.data(), val.input_name.size());
-      host_inputs.push_back(random_tensor(val.type.dtype, val.type.shape, pa.in.seed, stream));
-    }
-  }
-  if (!files.empty())
-    throw UserError(fmt::format("error: --input {}: graph {} has no input of that name", files.begin()->first,
-                                parsed.name));
-  const std::vector<std::string> device_names = device_list(co.device);
-  if (device_names.size() > 1 && !co.device_plugin.empty())
-    throw UserError("error: --device-plugin loads one device; --device must then name one");
-
-  auto cache = std::make_shared<KernelCache>(KernelCache::default_dir());
-  std::vector<Session> sessions;
-  for (const std::string& name : device_names) {
-    sessions.emplace_back(open_device(name, device_options(co)), cache);
-    sessions.back().set_schedule_lookup(tuning_database_lookup(TuningDatabase::default_path()));
-  }
+  const std::vector<Tensor> host_inputs = graph_host_inputs(parsed, pa.in.inputs, pa.in.seed);
+  std::vector<Session> sessions = open_sessions(co);
   profile::Profiler profiler;
   std::string legend;
   for (Session& session : sessions) {
     graph::ExecutorOptions eo;
     eo.name = parsed.name;
-    graph::GraphExecutor exec(session, g, eo);
+    graph::GraphExecutor exec(session, parsed.graph, eo);
     std::vector<DeviceTensor> inputs;
     for (const Tensor& t : host_inputs) {
       auto buffer = std::make_shared<DeviceBuffer>(session.device().alloc(std::max<size_t>(t.nbytes(), 1)));
@@ -167,16 +147,7 @@ int profile_command(const CommonOptions& co, const ProfileArgs& pa) {
   const KernelTarget target = load_kernel_target(co, pa.in, pa.op);
   const std::vector<const Kernel*> kernels = select_kernels(target.module, co.kernel, co.file);
   const KernelInputs in = check_input_flags(co, pa.in, kernels, target.op);
-  const std::vector<std::string> device_names = device_list(co.device);
-  if (device_names.size() > 1 && !co.device_plugin.empty())
-    throw UserError("error: --device-plugin loads one device; --device must then name one");
-
-  auto cache = std::make_shared<KernelCache>(KernelCache::default_dir());
-  std::vector<Session> sessions;
-  for (const std::string& name : device_names) {
-    sessions.emplace_back(open_device(name, device_options(co)), cache);
-    sessions.back().set_schedule_lookup(tuning_database_lookup(TuningDatabase::default_path()));
-  }
+  std::vector<Session> sessions = open_sessions(co);
   std::vector<KernelCall> calls;
   for (const Kernel* k : kernels)
     calls.push_back(prepare_call(*k, in));
