@@ -14,6 +14,8 @@
 //   each local that the next statement reads at the same outer index is computed there.
 #include "schedule/AutoSchedule.h"
 
+#include "schedule/AutoInline.h"
+
 #include "schedule/ApplySchedule.h"
 #include "schedule/FlashAttention.h"
 #include "schedule/Primitives.h"
@@ -267,6 +269,22 @@ AutoSchedule auto_schedule(const Kernel& given, const ShapeBindings& b, const hc
   // like f32 GEMMs; the decisions below are made on the widened kernel `k`. Other
   // reductions keep their one-element f32 register (widening would only add a launch).
   Kernel k = given;
+  // Elementwise locals are substituted into their elementwise readers (AutoInline.cpp).
+  for (std::set<std::string> refused;;) {
+    const std::optional<std::string> local = next_inline_candidate(k, b, refused);
+    if (!local) break;
+    Primitive in;
+    in.kind = PrimitiveKind::Inline;
+    in.buffer = *local;
+    try {
+      Kernel inlined = inline_local(k, *local);
+      if (!try_add({in})) throw UserError("the inlined kernel does not lower");
+      k = std::move(inlined);
+      a.reasons.push_back(fmt::format("{}: an elementwise local, computed inside its reader (inline)", *local));
+    } catch (const UserError&) {
+      refused.insert(*local);
+    }
+  }
   for (const Comprehension& c : given.body) {
     const TensorDecl* t = given.find_tensor(c.output);
     if (!t || (t->dtype != DType::BF16 && t->dtype != DType::F16) || c.reduce == ReduceKind::Assign ||
