@@ -1374,6 +1374,24 @@ private:
                          c->binary_op == BinaryOp::And ? "&" : "|",
                          vmask(c->operands[1], t, var, lanes));
     DType p = promote(c->operands[0]->type, c->operands[1]->type);
+    if (is_integer(p)) {
+      // a OP b with a - b = d0 + slope*lane: lane 0's difference in int64, clamped into
+      // the mask lanes' range (the sign is all a comparison with 0 needs; |slope*lane|
+      // stays far below the clamp), plus each lane's offset.
+      const int64_t slope =
+          *affine_coefficient(c->operands[0], var) - *affine_coefficient(c->operands[1], var);
+      const std::string mt = helpers_.need_vector(m, lanes);
+      const std::string d0 = expr(::unitile::binary(BinaryOp::Sub, ::unitile::cast(DType::I64, c->operands[0]),
+                                         ::unitile::cast(DType::I64, c->operands[1])));
+      std::string offsets;
+      for (int k = 0; k < lanes; ++k)
+        offsets += fmt::format("{}{}", k ? ", " : "", slope * k);
+      const char* lim = dtype_bytes(m) == 8 ? "4611686018427387904LL" : "1073741824LL";
+      const char* ct = dtype_bytes(m) == 8 ? "int64_t" : "int32_t";
+      return fmt::format("({0}_splat(({1})(({2}) < -{3} ? -{3} : ({2}) > {3} ? {3} : ({2}))) + ({0}){{{4}}} {5} "
+                         "{0}_splat(0))",
+                         mt, ct, d0, lim, offsets, binary_op_token(c->binary_op));
+    }
     return fmt::format("({} {} {})", vexpr(c->operands[0], p, var, lanes),
                        binary_op_token(c->binary_op), vexpr(c->operands[1], p, var, lanes));
   }
