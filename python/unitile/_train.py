@@ -72,7 +72,8 @@ class TrainStep:
                     raise _core.Error(f"error: TrainStep: parameter '{key}' is {a.dtype}: parameters must be floats")
                 t = _core.DeviceTensor.from_array(self._device, np.ascontiguousarray(a), False)
             tensors.append(t)
-        self._state = _core.make_train_state(self._device, self._names, tensors, optimizer._config)
+        self._groups = optimizer._resolve_groups(self._keys, self._names)
+        self._state = _core.make_train_state(self._device, self._names, tensors, optimizer._config, self._groups)
         self._programs = {}
         self._last = None
         code = getattr(loss_fn, "__code__", None)
@@ -107,7 +108,7 @@ class TrainStep:
                               f"inputs (a scalar loss), got {type(loss).__name__}")
         graph.set_outputs([loss._v])
         return _core.TrainStep(self._device, graph, loss._v, self._names, self._optimizer._config, self._clip,
-                               self._keep, self._where)
+                               self._keep, self._where, self._groups)
 
     # --- training -----------------------------------------------------------------------
 
