@@ -311,9 +311,11 @@ def call(op, inputs, attrs=None):
     """Record op `op` on `inputs` (traced tensors, or Python numbers that take the dtype of
     the first traced input); returns its output, or a tuple of outputs."""
     graph = _graph_of(inputs)
+    if graph is None and not inputs:  # an op without inputs (range) joins the trace running
+        graph = getattr(_state, "graph", None)
     if graph is None:
         _fail(f"tl.{op} needs a traced tensor here")
-    dtype = next(x._dtype for x in inputs if isinstance(x, Sym))
+    dtype = next((x._dtype for x in inputs if isinstance(x, Sym)), None)
     syms = [_as_sym(graph, x, dtype) for x in inputs]
     outs = graph.add(op, [s._v for s in syms], attrs or {}, _where())
     result = [Sym(graph, v) for v in outs]
@@ -494,6 +496,23 @@ def floor(x):
     return call("floor", [x])
 
 
+def onnx_slice(x, starts, ends, axes=None, steps=None):
+    """tl.slice with the library's (ONNX) attributes: elements starts, starts + steps, ...
+    before ends on `axes` (negative positions count from the end, then clamp), as
+    x[start:end:step] on each axis (a view, as basic indexing is)."""
+    axes = list(range(len(starts))) if axes is None else [int(a) % x.ndim for a in axes]
+    steps = [1] * len(starts) if steps is None else steps
+    key = [slice(None)] * x.ndim
+    for a, b, e, s in zip(axes, starts, ends, steps):
+        key[a] = slice(int(b), int(e), int(s))
+    return x[tuple(key)]
+
+
+def onnx_cast(x, to):
+    """tl.cast with the library's attribute: x converted to dtype `to`."""
+    return astype(x, to)
+
+
 def _op_function(spec):
     """tl.<name> for a library (or graph) op: positional tensors fill its input ports in
     order, keyword arguments name ports or attributes."""
@@ -520,6 +539,7 @@ def _op_function(spec):
             _fail(f"tl.{spec['name']}: leaving out an optional input before a given one is not supported")
         return call(spec["name"], inputs, attrs)
 
+    op.takes_no_inputs = not ports
     op.__name__ = spec["name"]
     op.__doc__ = f"{spec['summary']} (op:{spec['name']}; inputs {', '.join(ports)}" + (
         f"; attributes {', '.join(a[0] for a in spec['attrs'])})" if spec["attrs"] else ")")
@@ -636,7 +656,12 @@ class KernelFunction:
                 call_kwargs[name] = syms.get(name, value)
             else:
                 call_args.append(syms.get(name, value))
-        result = self._fn(*call_args, **call_kwargs)
+        outer = getattr(_state, "graph", None)
+        _state.graph = graph
+        try:
+            result = self._fn(*call_args, **call_kwargs)
+        finally:
+            _state.graph = outer
         single = not isinstance(result, (tuple, list))
         outputs = [result] if single else list(result)
         for i, o in enumerate(outputs):
@@ -684,7 +709,9 @@ def _eager(function, name):
             return function(*args, **kwargs)
         device = kwargs.pop("device", None)
         arrays = [a for a in args if _is_array(a)]
-        if not arrays:
+        if not arrays and getattr(_state, "graph", None) is not None:
+            return function(*args, **kwargs)  # inside a trace: an op without inputs (range)
+        if not arrays and (args or not getattr(function, "takes_no_inputs", False)):
             return function(*args, **kwargs)  # fails with the "needs a traced tensor" message
         # The argument count is part of the key: tl.linear(x, w) and tl.linear(x, w, b)
         # are two kernels.
