@@ -4,7 +4,6 @@ normalization, matmul forms and attention, losses, optimizers. Each family is on
 kernel per device. Last, a check that every forward op of the library is called from
 one of the Python op tests, so a new op without one fails here."""
 
-import math
 import pathlib
 import re
 
