@@ -1374,12 +1374,13 @@ private:
                          c->binary_op == BinaryOp::And ? "&" : "|",
                          vmask(c->operands[1], t, var, lanes));
     DType p = promote(c->operands[0]->type, c->operands[1]->type);
-    if (is_integer(p)) {
+    const std::optional<int64_t> slope_a = affine_coefficient(c->operands[0], var),
+                                 slope_b = affine_coefficient(c->operands[1], var);
+    if (is_integer(p) && slope_a && slope_b) {
       // a OP b with a - b = d0 + slope*lane: lane 0's difference in int64, clamped into
       // the mask lanes' range (the sign is all a comparison with 0 needs; |slope*lane|
       // stays far below the clamp), plus each lane's offset.
-      const int64_t slope =
-          *affine_coefficient(c->operands[0], var) - *affine_coefficient(c->operands[1], var);
+      const int64_t slope = *slope_a - *slope_b;
       const std::string mt = helpers_.need_vector(m, lanes);
       const std::string d0 = expr(::unitile::binary(BinaryOp::Sub, ::unitile::cast(DType::I64, c->operands[0]),
                                          ::unitile::cast(DType::I64, c->operands[1])));
