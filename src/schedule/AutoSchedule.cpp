@@ -138,6 +138,16 @@ std::vector<GemmSite> gemm_sites(const Kernel& k, const ShapeBindings& b, const 
     }
     if (!ok || reductions.size() != 1) continue;
     site.k = reductions[0];
+    // A contraction sums products of two tensor reads (scaled, perhaps): not a sum of
+    // some other function of one tensor (a softmax denominator's exps).
+    {
+      const Expr& addend = s->value->operands[1];
+      bool calls = false;
+      visit(addend, [&](const Expr& e) { calls |= e->kind == ExprKind::Call || e->kind == ExprKind::Select; });
+      if (calls || addend->kind != ExprKind::Binary || addend->binary_op != BinaryOp::Mul ||
+          read_tensors(addend).size() < 2)
+        continue;
+    }
     site.operands = read_tensors(s->value->operands[1]);
     for (const StmtNode* l : chain)
       if (l->var == site.k) site.K = *const_int_value(l->extent);
