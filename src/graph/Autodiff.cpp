@@ -178,8 +178,9 @@ private:
     // read every forward input it is given: matmul's dA does not read A).
     std::vector<std::string> read_ports;
     for (const std::string& port : wrt_ports)
-      if (std::any_of(inst.kernel().tensors.begin(), inst.kernel().tensors.end(),
-                      [&](const TensorDecl& t) { return t.name == port && t.role == TensorRole::Input; }))
+      if (std::any_of(
+              inst.kernel().tensors.begin(), inst.kernel().tensors.end(),
+              [&](const TensorDecl& t) { return t.name == port && t.role == TensorRole::Input; }))
         read_ports.push_back(port);
     std::map<std::string, ValueId> grads;
     if (read_ports.empty())

@@ -134,7 +134,8 @@ void emit_vjp(OpContext& ctx) {
     auto it = moved.find(port);
     return it == moved.end() ? port : it->second;
   };
-  const Kernel forward = moved.empty() ? inst.kernel() : rename_kernel_tensors(inst.kernel(), moved);
+  const Kernel forward =
+      moved.empty() ? inst.kernel() : rename_kernel_tensors(inst.kernel(), moved);
   for (size_t m = 0; m < cots.size(); ++m) {
     req.cotangents.push_back(forward_name(cots[m]));
     req.names[forward_name(cots[m])] = given[in_ports.size() + m];
@@ -144,7 +145,8 @@ void emit_vjp(OpContext& ctx) {
     req.names[forward_name(wrt[j])] = "G" + std::to_string(j);
   }
   for (const auto& [port, spec] : inst.outputs)
-    if (std::find(cots.begin(), cots.end(), port) != cots.end() && ctx.in(req.names[forward_name(port)]) != spec)
+    if (std::find(cots.begin(), cots.end(), port) != cots.end() &&
+        ctx.in(req.names[forward_name(port)]) != spec)
       ctx.fail("the cotangent of {} must have the type of the output", port);
   const VjpDerivation d = derive_vjp(forward, req);
   if (!d.vjp)

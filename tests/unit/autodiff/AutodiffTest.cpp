@@ -56,13 +56,15 @@ TEST(Autodiff, GradientOfAGradientDifferentiatesTheVjpNodes) {
   const ValueId t = g.add_node("tanh", {g.add_node("matmul", {a, b}, {}, "")[0]}, {}, "")[0];
   const ValueId loss = g.add_node("reduce_sum", {t}, {{"keepdims", int64_t{0}}}, "")[0];
   const std::vector<ValueId> first = append_gradients(g, loss, {a});
-  const ValueId loss2 = g.add_node("reduce_sum", {g.add_node("mul", {first[0], first[0]}, {}, "")[0]},
-                                   {{"keepdims", int64_t{0}}}, "")[0];
+  const ValueId loss2 =
+      g.add_node("reduce_sum", {g.add_node("mul", {first[0], first[0]}, {}, "")[0]},
+                 {{"keepdims", int64_t{0}}}, "")[0];
   const size_t before = g.nodes().size();
   const std::vector<ValueId> second = append_gradients(g, loss2, {a, b});
   bool vjp_of_vjp = false;
   for (size_t i = before; i < g.nodes().size(); ++i)
-    vjp_of_vjp = vjp_of_vjp || (g.nodes()[i].op == "vjp" && std::get<std::string>(g.nodes()[i].attrs.at("op")) == "vjp");
+    vjp_of_vjp = vjp_of_vjp || (g.nodes()[i].op == "vjp" &&
+                                std::get<std::string>(g.nodes()[i].attrs.at("op")) == "vjp");
   EXPECT_TRUE(vjp_of_vjp);
   EXPECT_EQ(g.value(second[0]).type, f32({2, 3}));
   EXPECT_EQ(g.value(second[1]).type, f32({3, 4}));
