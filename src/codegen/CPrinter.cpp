@@ -1398,11 +1398,16 @@ private:
       std::string offsets;
       for (int k = 0; k < lanes; ++k)
         offsets += fmt::format("{}{}", k ? ", " : "", slope * k);
-      const char* lim = dtype_bytes(m) == 8 ? "4611686018427387904LL" : "1073741824LL";
-      const char* ct = dtype_bytes(m) == 8 ? "int64_t" : "int32_t";
-      return fmt::format("({0}_splat(({1})(({2}) < -{3} ? -{3} : ({2}) > {3} ? {3} : ({2}))) + ({0}){{{4}}} {5} "
+      const std::string ct(storage_type(m));
+      const std::string lim = fmt::format("(({}){})", storage_type(DType::I64),
+                                          dtype_bytes(m) == 8 ? "4611686018427387904" : "1073741824");
+      // A vector constant: `(type){a, b}` with GCC's extensions, `(type)(a, b)` in OpenCL C.
+      const std::string lane_offsets = d_.vector_syntax == VectorSyntax::OpenCL
+                                           ? fmt::format("({})({})", mt, offsets)
+                                           : fmt::format("({}){{{}}}", mt, offsets);
+      return fmt::format("({0}_splat(({1})(({2}) < -{3} ? -{3} : ({2}) > {3} ? {3} : ({2}))) + {4} {5} "
                          "{0}_splat(0))",
-                         mt, ct, d0, lim, offsets, binary_op_token(c->binary_op));
+                         mt, ct, d0, lim, lane_offsets, binary_op_token(c->binary_op));
     }
     return fmt::format("({} {} {})", vexpr(c->operands[0], p, var, lanes),
                        binary_op_token(c->binary_op), vexpr(c->operands[1], p, var, lanes));
