@@ -138,15 +138,21 @@ std::vector<GemmSite> gemm_sites(const Kernel& k, const ShapeBindings& b, const 
     }
     if (!ok || reductions.size() != 1) continue;
     site.k = reductions[0];
-    // A contraction sums products of two tensor reads (scaled, perhaps): not a sum of
-    // some other function of one tensor (a softmax denominator's exps).
+    // A contraction sums products whose two factors both read tensors (a factor may be
+    // an expression, like attention's masked exp times V): not a sum of some other
+    // function of one tensor (a softmax denominator's exps).
     {
-      const Expr& addend = s->value->operands[1];
-      bool calls = false;
-      visit(addend, [&](const Expr& e) { calls |= e->kind == ExprKind::Call || e->kind == ExprKind::Select; });
-      if (calls || addend->kind != ExprKind::Binary || addend->binary_op != BinaryOp::Mul ||
-          read_tensors(addend).size() < 2)
-        continue;
+      int reading_factors = 0;
+      std::function<void(const Expr&)> factors = [&](const Expr& e) {
+        if (e->kind == ExprKind::Binary && e->binary_op == BinaryOp::Mul) {
+          factors(e->operands[0]);
+          factors(e->operands[1]);
+        } else if (!read_tensors(e).empty()) {
+          ++reading_factors;
+        }
+      };
+      factors(s->value->operands[1]);
+      if (reading_factors < 2) continue;
     }
     site.operands = read_tensors(s->value->operands[1]);
     for (const StmtNode* l : chain)
