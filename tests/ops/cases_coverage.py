@@ -1,7 +1,7 @@
 """Cases of the ops and backward ops added by the issue-5 coverage audit: the gradients of
 where, mod, fmod, reduce_prod (zeros included) and inference batchnorm against PyTorch
-autograd in float64, and the ONNX ops the audit added (see docs/ARCHITECTURE.md, "The
-operator library") against NumPy."""
+autograd in float64, and the ONNX ops the audit added (add_n, mean_n and their gradients,
+hardmax, lp_normalization, mean_variance_normalization, eye_like) against NumPy."""
 import numpy as np
 
 from harness import Case
@@ -84,5 +84,65 @@ def grad_cases():
     return out
 
 
+def hardmax_ref(i, a):
+    x = i["X"]
+    ax = a.get("axis", -1) % x.ndim
+    first = np.expand_dims(np.argmax(x, axis=ax), ax)
+    y = np.zeros(x.shape)
+    np.put_along_axis(y, first, 1.0, axis=ax)
+    return {"Y": y}
+
+
+def lp_ref(i, a):
+    x = i["X"].astype(F64)
+    ax = a.get("axis", -1)
+    n = np.abs(x).sum(ax, keepdims=True) if a.get("p", 2) == 1 else np.sqrt((x * x).sum(ax, keepdims=True))
+    return {"Y": x / n}
+
+
+def mvn_ref(i, a):
+    x = i["X"].astype(F64)
+    ax = tuple(a.get("axes", [0, 2, 3]))
+    mu = x.mean(ax, keepdims=True)
+    return {"Y": (x - mu) / (np.sqrt(((x - mu) ** 2).mean(ax, keepdims=True)) + 1e-9)}
+
+
+def onnx_cases():
+    out = []
+    # add_n / mean_n (ONNX Sum / Mean): one, two and three inputs with broadcasting
+    for name, div in (("add_n", False), ("mean_n", True)):
+        for dt, shapes in ((F32, [(3, 5)]), (F64, [(3, 5), (5,)]), (F32, [(2, 1, 4), (3, 1), (4,)])):
+            ins = {f"X{k}": rand(s, dt) for k, s in enumerate(shapes)}
+            out.append(Case(name, ins, lambda i, a, div=div: {
+                "Y": sum(v.astype(F64) for v in i.values()) / (len(i) if div else 1)}))
+        shapes = [(2, 1, 4), (3, 1), (4,)]
+        ins = {f"X{k}": rand(s) for k, s in enumerate(shapes)}
+        ins["dY"] = rand((2, 3, 4))
+
+        def ref(i, a, div=div):
+            xs = {k: v for k, v in i.items() if k != "dY"}
+            g = autograd(lambda **t: sum(t[k] for k in xs) / (len(xs) if div else 1), tuple(xs), xs, i["dY"])
+            return g
+        out.append(Case(name + "_grad", ins, ref))
+    # hardmax: ties take the first index
+    for dt, shape, axis in ((F32, (4, 7), -1), (F64, (3, 5, 2), 1)):
+        x = np.round(rand(shape, dt, -2, 2) * 2) / 2
+        out.append(Case("hardmax", {"X": x.astype(dt)}, hardmax_ref, attrs={"axis": axis}))
+    # lp_normalization
+    for dt, shape, attrs in ((F32, (4, 7), {}), (F64, (3, 5, 2), {"axis": 1, "p": 1})):
+        out.append(Case("lp_normalization", {"X": rand(shape, dt)}, lp_ref, attrs=attrs))
+    # mean_variance_normalization: the default axes and a custom set
+    out.append(Case("mean_variance_normalization", {"X": rand((2, 3, 4, 5), F32, -2, 2)}, mvn_ref))
+    out.append(Case("mean_variance_normalization", {"X": rand((3, 6), F64)}, mvn_ref, attrs={"axes": [1]}))
+    # eye_like
+    for dt, shape, attrs in ((F32, (4, 6), {}), (F64, (5, 3), {"k": -1}), (np.int32, (3, 4), {"k": 2}),
+                             (F32, (3, 3), {"dtype": "i64", "k": 1})):
+        x = rand(shape, dt) if dt != np.int32 else RNG.integers(0, 5, shape).astype(dt)
+        out.append(Case("eye_like", {"X": x}, lambda i, a, dt=dt: {
+            "Y": np.eye(*i["X"].shape, k=a.get("k", 0)).astype(
+                {"i64": np.int64}.get(a.get("dtype", ""), i["X"].dtype))}, attrs=attrs))
+    return out
+
+
 def cases():
-    return grad_cases()
+    return grad_cases() + onnx_cases()

@@ -80,6 +80,8 @@ CASES = [
     B("pow", ka="p"),
     B("prelu", (2, 3), (3,)),
     Case("where", lambda c, a, b: tl.where(c, a, b), [((2, 3), "b"), ((2, 3), "n"), ((3,), "n")]),
+    B("add_n", (2, 3), (3,)),
+    Case("mean_n", lambda a, b, c: tl.mean_n(a, b, c), [((2, 3), "n"), ((3,), "n"), ((2, 1), "n")]),
     B("mod", kb="p"),
     B("fmod", kb="p"),
     B("mse_loss", (2, 3), (2, 3)),
