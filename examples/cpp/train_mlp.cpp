@@ -61,7 +61,8 @@ struct Model {
 };
 
 // The loss of the forward graph alone at these parameter values (host tensors).
-double forward_loss(ut::graph::GraphExecutor& forward, ut::Session& session, const std::vector<ut::Tensor>& inputs) {
+double forward_loss(ut::graph::GraphExecutor& forward, ut::Session& session,
+                    const std::vector<ut::Tensor>& inputs) {
   std::vector<ut::DeviceTensor> device;
   for (const ut::Tensor& t : inputs)
     device.push_back(train::upload(session, t));
@@ -93,7 +94,8 @@ double gradient_error(ut::Session& session, const Model& model, std::vector<ut::
 }
 
 int run(int steps, const std::string& device, bool check) {
-  ut::Session session(ut::open_device(device), std::make_shared<ut::KernelCache>(ut::KernelCache::default_dir()));
+  ut::Session session(ut::open_device(device),
+                      std::make_shared<ut::KernelCache>(ut::KernelCache::default_dir()));
 
   // Data: y = sin(x0) + x1 * x2 / 2 plus a little noise.
   std::mt19937 rng(11);
@@ -113,7 +115,8 @@ int run(int steps, const std::string& device, bool check) {
   train::TrainStepOptions options;
   options.clip_norm = 1.0;
   options.keep_gradients = check;
-  options.param_groups.push_back({{"b1", "b2"}, train::OptimizerConfig::adamw(schedule, 0.9, 0.999, 1e-8, 0.0)});
+  options.param_groups.push_back(
+      {{"b1", "b2"}, train::OptimizerConfig::adamw(schedule, 0.9, 0.999, 1e-8, 0.0)});
   options.where = "examples/cpp/train_mlp.cpp";
 
   Model model;
@@ -134,7 +137,8 @@ int run(int steps, const std::string& device, bool check) {
         for (const train::Parameter& p : params)
           inputs.push_back(p.initial);
         const double error = gradient_error(session, model, inputs, step.gradients());
-        fmt::print("check: gradients of step 0 against central differences: worst {:.3g} of the tolerance\n",
+        fmt::print("check: gradients of step 0 against central differences: worst {:.3g} of the "
+                   "tolerance\n",
                    error);
         ok = ok && error <= 1;
       }
@@ -159,7 +163,8 @@ int main(int argc, char** argv) {
   bool check = false;
   app.add_option("--steps", steps, "number of updates")->check(CLI::Range(1, 1000000));
   app.add_option("--device", device, "device to train on");
-  app.add_flag("--check", check, "check the gradients against finite differences and that the loss falls");
+  app.add_flag("--check", check,
+               "check the gradients against finite differences and that the loss falls");
   CLI11_PARSE(app, argc, argv);
   try {
     return run(steps, device, check);

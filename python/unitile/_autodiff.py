@@ -226,7 +226,7 @@ class _GradFunction:
         self._kernel = KernelFunction(self._traced, name=f"{name}_grad")
         # The traced function takes f's arguments (KernelFunction binds by signature).
         self._kernel._signature = inspect.signature(f)
-        self._layouts = {}  # per traced key: how many aux outputs, and whether a tuple
+        self._layouts = {}  # per traced key: the structure of the aux outputs
         self._graphs = {}  # per traced key: the graph (loss, aux and gradients as outputs)
         self._executors = {}  # per (traced key, device)
         self._last_layout = self._last_graph = None
@@ -246,13 +246,19 @@ class _GradFunction:
             loss, aux = result, None
         if not isinstance(loss, Sym):
             _fail(f"the loss is a {type(loss).__name__}, not a tensor computed from the arguments")
-        aux_items = [] if aux is None else (list(aux) if isinstance(aux, (tuple, list)) else [aux])
+        # aux may be a structure (dicts, lists, tuples) of tensors; it comes back as one
+        aux_leaves = []
+        try:
+            aux_structure = _flatten(aux, "aux", aux_leaves)
+        except TypeError as e:
+            _fail(f"the auxiliary outputs: {e}")
+        aux_items = [v for _, v in aux_leaves]
         for a in aux_items:
             if not isinstance(a, Sym) or a._g is not loss._g:
                 _fail("the auxiliary outputs must be tensors computed from the arguments")
         graph = loss._g
         grads = _core.append_gradients(graph, loss._v, [args[i]._v for i in self._argnums])
-        self._last_layout = None if aux is None else (len(aux_items), isinstance(aux, (tuple, list)))
+        self._last_layout = aux_structure
         self._last_graph = graph
         return (loss, *aux_items, *[Sym(graph, v) for v in grads])
 
@@ -263,8 +269,8 @@ class _GradFunction:
         grads = grads[0] if self._single else tuple(grads)
         loss = outputs[0]
         if self._has_aux:
-            count, is_seq = layout
-            aux = tuple(outputs[1:1 + count]) if is_seq else outputs[1]
+            count = sum(1 for _ in _leaf_paths(layout))
+            aux = _unflatten(layout, iter(outputs[1:1 + count]))
             if self._with_value:
                 return (loss, aux), grads
             return grads, aux

@@ -97,16 +97,19 @@ std::vector<graph::ValueId> declared_order(const graph::Graph& g, const std::str
     std::pair<size_t, long> key{op.outputs.size(), 0};
     for (size_t i = 0; i < op.outputs.size(); ++i) {
       const std::string& name = op.outputs[i].name;
-      if (port == name) key = {i, 0};
+      if (port == name)
+        key = {i, 0};
       else if (op.outputs[i].variadic && port.starts_with(name) && port.size() > name.size() &&
                port.find_first_not_of("0123456789", name.size()) == std::string::npos)
         key = {i, std::stol(port.substr(name.size()))};
     }
     keyed.emplace_back(key, value);
   }
-  std::stable_sort(keyed.begin(), keyed.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::stable_sort(keyed.begin(), keyed.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
   std::vector<graph::ValueId> out;
-  for (const auto& kv : keyed) out.push_back(kv.second);
+  for (const auto& kv : keyed)
+    out.push_back(kv.second);
   return out;
 }
 
@@ -115,7 +118,8 @@ void bind_graphs(nb::module_& m) {
       .def(nb::init<>())
       .def(
           "add_input",
-          [](graph::Graph& g, const std::string& name, const std::string& dtype, const std::vector<int64_t>& shape) {
+          [](graph::Graph& g, const std::string& name, const std::string& dtype,
+             const std::vector<int64_t>& shape) {
             return g.add_input(name, ops::TensorSpec{dtype_from_name(dtype), shape});
           },
           nb::arg("name"), nb::arg("dtype"), nb::arg("shape"))
@@ -132,7 +136,8 @@ void bind_graphs(nb::module_& m) {
             return declared_order(g, op);
           },
           nb::arg("op"), nb::arg("inputs"), nb::arg("attrs"), nb::arg("where"),
-          "Call an op on values; returns its output values in the op's declared order (checked now: errors "
+          "Call an op on values; returns its output values in the op's declared order (checked "
+          "now: errors "
           "name `where`)")
       .def(
           "value",
@@ -148,7 +153,8 @@ void bind_graphs(nb::module_& m) {
             graph::GraphKernel gk = graph::graph_kernel(g, name);
             return kernels_of(std::move(gk.module)).front();
           },
-          nb::arg("name"), "The graph as one verified kernel (inputs by name, outputs out0, out1, ...)");
+          nb::arg("name"),
+          "The graph as one verified kernel (inputs by name, outputs out0, out1, ...)");
 
   // ---- the graph executor and the text form (src/graph/Executor.h, GraphText.h) ----
   nb::class_<PyGraphExecutor>(m, "GraphExecutor",

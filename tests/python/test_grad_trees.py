@@ -136,6 +136,28 @@ def test_has_aux_and_a_structure_inside_a_kernel(rng):
     np.testing.assert_allclose(nv, v - 0.1 * w * w, rtol=1e-12)
 
 
+def test_aux_outputs_may_be_structures(rng):
+    p = {"w": rng.standard_normal((3, 2))}
+    x = rng.standard_normal((4, 3))
+
+    def f(p, x):
+        y = x @ p["w"]
+        return tl.sum(y * y), {"y": y, "stats": [tl.max(y), tl.sum(y)], "note": "kept as is"}
+
+    (value, aux), g = tl.value_and_grad(f, has_aux=True)(p, x)
+    y = x @ p["w"]
+    assert sorted(aux) == ["note", "stats", "y"] and isinstance(aux["stats"], list)
+    assert aux["note"] == "kept as is"
+    np.testing.assert_allclose(aux["y"], y, rtol=1e-12)
+    np.testing.assert_allclose(aux["stats"][0], y.max(), rtol=1e-12)
+    np.testing.assert_allclose(aux["stats"][1], y.sum(), rtol=1e-12)
+    np.testing.assert_allclose(g["w"], 2 * x.T @ y, rtol=1e-12)
+    # the plain path (no structured argument) too
+    g_w, aux = tl.grad(lambda w, x: (tl.sum(x @ w), (x @ w, [tl.sum(w)])), has_aux=True)(p["w"], x)
+    assert isinstance(aux, tuple) and isinstance(aux[1], list)
+    np.testing.assert_allclose(aux[1][0], p["w"].sum(), rtol=1e-12)
+
+
 def test_structures_with_bad_leaves_are_clear_errors(rng):
     def f(p):
         return tl.sum(p["w"] * p["k"])
