@@ -4,8 +4,9 @@ matmul family, attention, conv and pooling, losses, cast and data movement, and 
 backward ops of a training step's hot path. Inputs are drawn in f32 and rounded to the
 dtype (bf16 as uint16 bits, see harness.py); the references are the family files' own,
 run on the same rounded values widened to f32 and computing in f64, their outputs rounded
-to the dtype. f16 cases the family files already hold (matmul, softmax, layernorm, sdpa,
-conv, cast to f16) are not repeated. Shapes are small: every case compiles a kernel per
+to the dtype. f16 has a smaller set (exp, add, reduce_sum, rmsnorm, linear, rotary
+embedding, cast) beside the f16 cases the family files already hold (matmul, softmax,
+layernorm, sdpa, conv, cast to f16). Shapes are small: every case compiles a kernel per
 device, and each op/dtype pair's first case also compiles on opencl."""
 import numpy as np
 
@@ -28,10 +29,10 @@ def rand(shape, dt, lo=-1.0, hi=1.0):
 
 
 # Elementwise ops in both reduced dtypes, and more of them in bf16 (the training dtype).
-UNARY_BOTH = ("exp", "gelu")
-UNARY_BF16 = ("relu", "silu", "rsqrt", "tanh", "sigmoid", "erf")
+UNARY_BOTH = ("exp",)
+UNARY_BF16 = ("gelu", "relu", "silu", "rsqrt", "tanh", "sigmoid")
 BINARY_BOTH = ("add",)
-BINARY_BF16 = ("mul", "sub", "div")
+BINARY_BF16 = ("mul", "div")
 
 
 def elementwise(dt):
@@ -57,7 +58,7 @@ def reductions(dt):
     # Sums of 35 terms: the kernel accumulates in f32, so only the final rounding shows.
     names = ("reduce_sum",)
     if dt == "bf16":
-        names += ("reduce_mean", "reduce_max", "var")
+        names += ("reduce_max", "var")
     out = []
     for name in names:
         x = rand((3, 5, 7), dt)
@@ -75,10 +76,10 @@ def reductions(dt):
 
 
 def normalization(dt):
-    out = [Case("log_softmax", {"X": rand((3, 5, 7), dt, -4, 4)}, nm.log_softmax_ref, attrs={"axis": 1}),
-           Case("rmsnorm", {"X": rand((4, 33), dt, -2, 2), "Scale": rand((33,), dt)}, nm.rmsnorm_ref)]
+    out = [Case("rmsnorm", {"X": rand((4, 33), dt, -2, 2), "Scale": rand((33,), dt)}, nm.rmsnorm_ref)]
     if dt == "bf16":
-        out += [Case("softmax", {"X": rand((4, 9), dt, -4, 4)}, nm.softmax_ref),
+        out += [Case("log_softmax", {"X": rand((3, 5, 7), dt, -4, 4)}, nm.log_softmax_ref, attrs={"axis": 1}),
+                Case("softmax", {"X": rand((4, 9), dt, -4, 4)}, nm.softmax_ref),
                 Case("layernorm", {"X": rand((4, 33), dt, -2, 2), "Scale": rand((33,), dt),
                                    "B": rand((33,), dt)}, nm.layernorm_ref, scale=2)]
     return out
@@ -134,20 +135,17 @@ def losses(dt):
 
 
 def data_movement(dt):
-    out = [Case("transpose", {"X": rand((2, 3, 5, 4), dt)},
-                dm.fwd(lambda i, a: np.transpose(i["X"], a["perm"])), {"perm": [0, 2, 1, 3]})]
-    if dt == "bf16":
-        out += [
+    if dt != "bf16":
+        return []
+    idx = RNG.integers(0, 7, (2, 3)).astype(np.int64)
+    return [Case("transpose", {"X": rand((2, 3, 5, 4), dt)},
+                 dm.fwd(lambda i, a: np.transpose(i["X"], a["perm"])), {"perm": [0, 2, 1, 3]}),
             Case("concat", {"X0": rand((3, 2), dt), "X1": rand((3, 5), dt)},
-                dm.fwd(lambda i, a: np.concatenate([i["X0"], i["X1"]], axis=1)), {"axis": 1}),
-            Case("slice", {"X": rand((5, 9), dt)},
-                 dm.fwd(lambda i, a: i["X"][1:4, 1::3]), {"starts": [1, -8], "ends": [4, 100], "steps": [1, 3]}),
-            Case("gather", {"X": rand((7, 4), dt), "Idx": RNG.integers(0, 7, (2, 3)).astype(np.int64)},
+                 dm.fwd(lambda i, a: np.concatenate([i["X0"], i["X1"]], axis=1)), {"axis": 1}),
+            Case("gather", {"X": rand((7, 4), dt), "Idx": idx},
                  lambda i, a: {"Y": np.take(i["X"], i["Idx"], axis=0)}, {"axis": 0}),
             Case("embedding", {"Idx": RNG.integers(0, 11, (2, 5)).astype(np.int64), "W": rand((11, 3), dt)},
-                 lambda i, a: {"Y": i["W"][i["Idx"]]}),
-        ]
-    return out
+                 lambda i, a: {"Y": i["W"][i["Idx"]]})]
 
 
 def casts():
