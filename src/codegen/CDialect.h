@@ -51,6 +51,11 @@ struct CDialect {
   VectorSyntax vector_syntax = VectorSyntax::None;
   /// Most lanes one vector type may have in this dialect (OpenCL C: 16).
   int max_vector_lanes = 64;
+  /// Whether a register tile that scalar code also reads (a vectorized reduction's final
+  /// sum over its lanes) is still declared as an array of vectors. PoCL's LLVM keeps the
+  /// plain array in memory through the whole reduction; GCC keeps it in registers either
+  /// way, and its RVV code for the vector form trips an assertion of qemu-riscv64 7.2.
+  bool vector_tiles_with_scalar_access = false;
   /// Statement a Barrier becomes when blocks have more than one thread, or empty when the
   /// dialect cannot run such blocks.
   std::string_view barrier;

@@ -978,7 +978,8 @@ private:
   // whole, aligned vector (the innermost index is the variable of a vectorized loop of
   // constant extent that is a multiple of the lanes) and that has at least one such
   // access; 0 when it must stay a plain array. Accesses outside vectorized loops (a
-  // reduction's final sum over its lanes) read single elements through a pointer.
+  // reduction's final sum over its lanes) read single elements through a pointer, in
+  // dialects that allow it (vector_tiles_with_scalar_access).
   int register_tile_lanes(const StmtNode& a) {
     if (a.scope != MemScope::Register || d_.vector_syntax == VectorSyntax::None ||
         !vector_lane_type(a.dtype) || a.shape.empty())
@@ -998,8 +999,10 @@ private:
       bool vector_access = false;
       for (const Expr& i : idx)
         vector_access |= l && l->for_kind == ForKind::Vectorized && uses_var(i, l->var);
-      if (!vector_access)
-        return; // a scalar access through a pointer to the elements
+      if (!vector_access) {
+        ok &= d_.vector_tiles_with_scalar_access; // through a pointer to the elements
+        return;
+      }
       any = true;
       int64_t mn = -1, ext = 0;
       ok &= const_int(l->min, &mn) && mn == 0 && const_int(l->extent, &ext) && ext % lanes == 0;

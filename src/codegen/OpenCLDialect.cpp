@@ -176,6 +176,7 @@ const CDialect& opencl_dialect() {
     c.f32_math_suffix = ""; // OpenCL C overloads exp, sqrt, ... on float and double
     c.vector_syntax = VectorSyntax::OpenCL;
     c.max_vector_lanes = 16;
+    c.vector_tiles_with_scalar_access = true;
     // Work-items of a group may also exchange data through global workspace buffers.
     c.barrier = "barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);";
     c.shared_qualifier = "__local ";

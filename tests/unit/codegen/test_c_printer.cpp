@@ -278,17 +278,22 @@ LoopProgram vector_row_sum(int64_t step_lanes = 16) {
       body);
 }
 
-TEST(CPrinter, ReductionRegisterTileIsVectorsWithScalarLaneSum) {
-  // The accumulator is an array of vectors although the final sum reads single lanes.
+TEST(CPrinter, ReductionRegisterTileWithScalarLaneSum) {
+  // c dialect: the final sum reads single lanes, so the accumulator stays a plain array
+  // (GCC keeps it in registers anyway).
   std::string c = generate_source(vector_row_sum(), test_hcd()).code;
-  EXPECT_THAT(c, HasSubstr("ut_v8f32 acc[2];"));
-  EXPECT_THAT(c, HasSubstr("acc[(l) / 8] = (acc[(l) / 8] + ut_v8f32_load(&X["));
-  EXPECT_THAT(c, HasSubstr("((float*)acc)[0] = ((float*)acc)[0] + ((float*)acc)[l];"));
+  EXPECT_THAT(c, HasSubstr("float acc[16];"));
+  EXPECT_THAT(c, HasSubstr("ut_v8f32_store(&acc[l], (ut_v8f32_load(&acc[l]) + ut_v8f32_load(&X["));
   EXPECT_EQ(compile_errors(c), "");
+  // opencl dialect: an array of vectors, the lane sum through a pointer to its elements.
+  hcd::Hcd h = test_hcd();
+  h.dialect = "opencl";
+  std::string cl = generate_source(vector_row_sum(), h).code;
+  EXPECT_THAT(cl, HasSubstr("ut_v8f32 acc[2];"));
+  EXPECT_THAT(cl, HasSubstr("acc[(l) / 8] = (acc[(l) / 8] + ut_v8f32_load(&X["));
+  EXPECT_THAT(cl, HasSubstr("((float*)acc)[0] = ((float*)acc)[0] + ((float*)acc)[l];"));
   // A vector loop of 12 lanes is not whole vectors of 8: the tile stays a plain array.
-  std::string plain = generate_source(vector_row_sum(12), test_hcd()).code;
-  EXPECT_THAT(plain, HasSubstr("float acc[16];"));
-  EXPECT_EQ(compile_errors(plain), "");
+  EXPECT_THAT(generate_source(vector_row_sum(12), h).code, HasSubstr("float acc[16];"));
 }
 
 TEST(CPrinter, OpenCLDialectPrintsOpenCLVectorTypes) {
