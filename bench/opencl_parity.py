@@ -5,6 +5,9 @@ device-timed medians is reported, with speed ratio = cpu time / opencl time (>= 
 opencl is as fast or faster). Prints a Markdown table for docs/PERFORMANCE.md.
 
     bench/opencl_parity.py [--unitile build/bin/unitile] [--rounds 5] [--repeat 20]
+                           [--only SUBSTRING]
+
+A file of "op:NAME" is a library op; its shapes are the inputs' (--shape X=1024x1024).
 """
 import argparse
 import os
@@ -24,10 +27,18 @@ KERNELS = [
     ("attention 256x64", "examples/attention.ut", "Attention", "N=256,D=64", [], None),
     ("elementwise chain 1024x1024", "tests/lit/diff/elementwise-broadcast.ut", "BroadcastChain",
      "M=1024,N=1024", [], {"DTYPE": "f32"}),
+    ("op:matmul 384x512x256", "op:matmul", None, "A=384x512,B=512x256", [], None),
+    ("op:softmax 1024x1024", "op:softmax", None, "X=1024x1024", [], None),
+    ("op:layernorm 1024x1024", "op:layernorm", None, "X=1024x1024,Scale=1024,B=1024", [], None),
+    ("op:gelu 1024x1024", "op:gelu", None, "X=1024x1024", [], None),
+    ("op:scaled_dot_product_attention 1x4x256x64", "op:scaled_dot_product_attention", None,
+     "Q=1x4x256x64,K=1x4x256x64,V=1x4x256x64", [], None),
 ]
 
 
 def source(path, subst, tmp):
+    if path.startswith("op:"):
+        return path
     if not subst:
         return os.path.join(ROOT, path)
     text = open(os.path.join(ROOT, path)).read()
@@ -43,15 +54,19 @@ def main():
     ap.add_argument("--unitile", default=os.path.join(ROOT, "build", "bin", "unitile"))
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--repeat", type=int, default=20)
+    ap.add_argument("--only", default="", help="only the kernels whose name contains this")
     args = ap.parse_args()
     tmp = os.environ.get("TMPDIR", "/tmp")
     print("| kernel | cpu median ms | opencl median ms | opencl speed vs cpu |")
     print("|---|---|---|---|")
     for name, path, kernel, shapes, extra, subst in KERNELS:
+        if args.only not in name:
+            continue
         f = source(path, subst, tmp)
+        kernel_args = ["--kernel", kernel] if kernel else []
         times = {"cpu": [], "opencl": []}
         for _ in range(args.rounds):
-            out = subprocess.run([args.unitile, "run", f, "--kernel", kernel, "--device", "cpu,opencl",
+            out = subprocess.run([args.unitile, "run", f] + kernel_args + ["--device", "cpu,opencl",
                                   "--shape", shapes, "--repeat", str(args.repeat)] + extra,
                                  capture_output=True, text=True, check=True).stdout
             device = None

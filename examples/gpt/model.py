@@ -50,6 +50,12 @@ def param_shapes(cfg):
     return shapes
 
 
+def one_dimensional(params):
+    """The names of the biases and LayerNorm scales (the 1-D parameters), which GPT-2
+    training leaves out of weight decay."""
+    return [name for name, value in params.items() if np.ndim(value) < 2]
+
+
 def init_params(cfg, seed):
     """GPT-2's initialisation: weights N(0, 0.02) (the residual projections scaled by
     1/sqrt(2 layers)), biases 0, LayerNorm scales 1; float32, from `seed` alone."""

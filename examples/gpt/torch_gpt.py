@@ -93,14 +93,21 @@ def make(cfg, params, dtype=torch.float32):
 
 class Trainer:
     """The PyTorch side of a training run: the model on `params` and torch.optim.AdamW
-    (decoupled weight decay, on every parameter like tl.optim.AdamW's), with optional
+    (decoupled weight decay, on every parameter like tl.optim.AdamW's, except those named
+    in `no_decay`: a param group of their own with weight_decay 0), with optional
     clipping by global norm. `step(x, y)` returns the loss before the update."""
 
     def __init__(self, cfg, params, lr, weight_decay, betas=(0.9, 0.999), eps=1e-8, clip_norm=None,
-                 dtype=torch.float32):
+                 dtype=torch.float32, no_decay=()):
         self.model = make(cfg, params, dtype)
-        self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=lr, betas=betas, eps=eps,
-                                           weight_decay=weight_decay)
+        named = dict(self.model.named_parameters())
+        unknown = set(no_decay) - set(named)
+        if unknown:
+            raise ValueError(f"no_decay names unknown parameters: {sorted(unknown)}")
+        groups = [{"params": [p for n, p in named.items() if n not in no_decay]}]
+        if no_decay:
+            groups.append({"params": [named[n] for n in no_decay], "weight_decay": 0.0})
+        self.optimizer = torch.optim.AdamW(groups, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay)
         self.clip_norm = clip_norm
 
     def step(self, x, y, lr=None):

@@ -46,6 +46,9 @@ def parse_args(argv):
     p.add_argument("--vocab", type=int, default=256, help="BPE vocabulary size (trained on the corpus)")
     p.add_argument("--lr", type=float, default=1e-3, help="AdamW's peak learning rate")
     p.add_argument("--weight-decay", type=float, default=0.01, help="AdamW's decoupled weight decay")
+    p.add_argument("--no-decay-1d", action="store_true",
+                   help="no weight decay on the biases and LayerNorm scales (the 1-D parameters), as GPT-2 "
+                        "training does: a parameter group of their own")
     p.add_argument("--warmup", type=int, default=0,
                    help="warm-up steps; with a warm-up the rate then decays by a cosine to lr/10 at --steps")
     p.add_argument("--clip", type=float, default=None, help="clip gradients to this global L2 norm")
@@ -91,7 +94,8 @@ def lr_at(args, step):
 def unitile_trainer(args, cfg, params):
     import unitile as tl
     lr = args.lr if not args.warmup else tl.optim.WarmupCosine(args.lr, args.warmup, args.steps, args.lr / 10)
-    optimizer = tl.optim.AdamW(lr=lr, weight_decay=args.weight_decay)
+    groups = [{"params": model.one_dimensional(params), "weight_decay": 0.0}] if args.no_decay_1d else None
+    optimizer = tl.optim.AdamW(lr=lr, weight_decay=args.weight_decay, param_groups=groups)
     ts = tl.TrainStep(lambda p, x, y: model.loss(p, x, y, cfg), params, optimizer, clip_norm=args.clip,
                       device=args.device)
     return ts.step, lambda: ts.params
@@ -99,7 +103,8 @@ def unitile_trainer(args, cfg, params):
 
 def torch_trainer(args, cfg, params):
     import torch_gpt
-    t = torch_gpt.Trainer(cfg, params, lr=args.lr, weight_decay=args.weight_decay, clip_norm=args.clip)
+    t = torch_gpt.Trainer(cfg, params, lr=args.lr, weight_decay=args.weight_decay, clip_norm=args.clip,
+                          no_decay=model.one_dimensional(params) if args.no_decay_1d else ())
     steps = [0]
 
     def step(x, y):

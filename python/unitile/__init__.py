@@ -36,7 +36,10 @@ def __getattr__(name):
     spec = _OPS.get(name)
     if spec is None:
         raise AttributeError(f"module 'unitile' has no attribute '{name}' (tl.ops() lists the ops)")
-    function = _trace._eager(_trace._op_function(spec), name)
+    # The tracer's own slice and cast take other attributes than the library's ops of the
+    # same names (which tl.ops() lists): these adapt the library's.
+    adapted = {"slice": _trace.onnx_slice, "cast": _trace.onnx_cast}.get(name)
+    function = _trace._eager(adapted or _trace._op_function(spec), name)
     globals()[name] = function
     return function
 

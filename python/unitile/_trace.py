@@ -56,17 +56,61 @@ def _is_float(name):
 # --- symbolic tensors ---------------------------------------------------------------------
 
 class Sym:
-    """A tensor while tracing: its dtype and shape are known, its values are not."""
+    """A tensor while tracing: its dtype and shape are known, its values are not.
 
-    __slots__ = ("_g", "_v", "_dtype", "shape")
+    Writes (``x[key] = v``, ``x += y``) are functional underneath: the write makes a new
+    traced value (a scatter, or the whole result) and the Python object `x` then stands for
+    it, so later reads, and other names bound to the same object, see the write. What
+    NumPy makes a view (basic indexing, ``.T``, ``.transpose``, ``.reshape``) is a view
+    here too: it knows how to read itself from its base and how to write itself back, so
+    writing into it writes into the base, and reading it after the base was written reads
+    the base again."""
+
+    __slots__ = ("_g", "_value", "_dtype", "shape", "_base", "_view", "_seen", "_version")
     __array_priority__ = 1000  # NumPy operands on the left defer to Sym's operators
 
-    def __init__(self, graph, value):
+    def __init__(self, graph, value, base=None, view=None):
         self._g = graph
-        self._v = value
+        self._value = value
         dtype, shape = graph.value(value)
         self._dtype = dtype
         self.shape = tuple(shape)
+        # The tensor this one is a view of, or None; `view` is (read, write): read(base)
+        # gives this view's tensor, write(base, tensor) writes it into the base.
+        self._base = base
+        self._view = view
+        self._seen = base._version if base is not None else 0
+        self._version = 0  # counts changes of _value
+
+    @property
+    def _v(self):
+        """The graph value this tensor stands for now (a view re-reads a written base)."""
+        base = self._base
+        if base is not None:
+            base._v  # refresh the base first (it may be a view itself)
+            if self._seen != base._version:
+                self._value = self._view[0](base)._value
+                self._seen = base._version
+                self._version += 1
+        return self._value
+
+    def _assign(self, value):
+        """Make this tensor stand for graph value `value` (of its dtype and shape); a view
+        writes it into its base."""
+        base = self._base
+        if base is not None:
+            self._view[1](base, Sym(self._g, value))
+            self._seen = base._version
+        self._value = value
+        self._version += 1
+
+    def _view_of(self, read, write):
+        """read(self) as a view of self (see the class's note)."""
+        return Sym(self._g, read(self)._v, base=self, view=(read, write))
+
+    def copy(self):
+        """The tensor's values as a new tensor that is no view of anything."""
+        return Sym(self._g, self._v)
 
     @property
     def dtype(self):
@@ -82,7 +126,7 @@ class Sym:
 
     @property
     def T(self):
-        return call("transpose", [self])
+        return self.transpose()
 
     def __repr__(self):
         return f"<traced tensor {self._dtype}{list(self.shape)}>"
@@ -107,12 +151,44 @@ class Sym:
     def __neg__(self): return call("neg", [self])
     def __pos__(self): return self
     def __abs__(self): return call("abs", [self])
-    def __invert__(self): return call("not", [self])
-    def __and__(self, o): return _binary("and", self, o)
-    def __rand__(self, o): return _binary("and", o, self)
-    def __or__(self, o): return _binary("or", self, o)
-    def __ror__(self, o): return _binary("or", o, self)
-    def __xor__(self, o): return _binary("xor", self, o)
+    def __invert__(self): return _bitwise_not(self)
+    def __and__(self, o): return _bitwise("&", self, o)
+    def __rand__(self, o): return _bitwise("&", o, self)
+    def __or__(self, o): return _bitwise("|", self, o)
+    def __ror__(self, o): return _bitwise("|", o, self)
+    def __xor__(self, o): return _bitwise("^", self, o)
+    def __rxor__(self, o): return _bitwise("^", o, self)
+    def __lshift__(self, o): return _bitwise("<<", self, o)
+    def __rlshift__(self, o): return _bitwise("<<", o, self)
+    def __rshift__(self, o): return _bitwise(">>", self, o)
+    def __rrshift__(self, o): return _bitwise(">>", o, self)
+
+    # augmented assignment writes into the tensor, in its dtype, as NumPy does
+    def __iadd__(self, o): return self._update("+=", self + o)
+    def __isub__(self, o): return self._update("-=", self - o)
+    def __imul__(self, o): return self._update("*=", self * o)
+    def __itruediv__(self, o): return self._update("/=", self / o)
+    def __ifloordiv__(self, o): return self._update("//=", self // o)
+    def __imod__(self, o): return self._update("%=", self % o)
+    def __ipow__(self, o): return self._update("**=", self ** o)
+    def __iand__(self, o): return self._update("&=", self & o)
+    def __ior__(self, o): return self._update("|=", self | o)
+    def __ixor__(self, o): return self._update("^=", self ^ o)
+    def __ilshift__(self, o): return self._update("<<=", self << o)
+    def __irshift__(self, o): return self._update(">>=", self >> o)
+
+    def _update(self, op, result):
+        if result.shape != self.shape:
+            _fail(f"{op}: the result's shape {list(result.shape)} (broadcast) is not the shape "
+                  f"{list(self.shape)} of the tensor written in place")
+        if result._dtype != self._dtype:
+            if not _can_cast_same_kind(result._dtype, self._dtype):
+                _fail(f"{op}: cannot write the {result._dtype} result into a {self._dtype} tensor in place "
+                      f"(NumPy's same_kind rule); write x = x {op[:-1]} y to get a new {result._dtype} "
+                      f"tensor, or convert with .astype({self._dtype!r}) first")
+            result = astype(result, self._dtype)
+        self._assign(result._v)
+        return self
     def __lt__(self, o): return _binary("less", self, o)
     def __le__(self, o): return _binary("less_equal", self, o)
     def __gt__(self, o): return _binary("greater", self, o)
@@ -123,10 +199,20 @@ class Sym:
 
     # methods
     def reshape(self, *shape):
-        return reshape(self, shape[0] if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape)
+        shape = shape[0] if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
+        return self._view_of(lambda base: reshape(base, shape),
+                             lambda base, value: base._whole(reshape(value, base.shape)))
 
     def transpose(self, *axes):
-        return transpose(self, axes[0] if len(axes) == 1 and isinstance(axes[0], (tuple, list)) else (axes or None))
+        axes = axes[0] if len(axes) == 1 and isinstance(axes[0], (tuple, list)) else (axes or None)
+        perm = list(range(self.ndim))[::-1] if axes is None else [int(a) % (self.ndim or 1) for a in axes]
+        back = [perm.index(d) for d in range(len(perm))]
+        return self._view_of(lambda base: transpose(base, perm),
+                             lambda base, value: base._whole(transpose(value, back)))
+
+    def _whole(self, value):
+        """self[...] = value, for a value of self's shape."""
+        self._assign(astype(value, self._dtype)._v)
 
     def astype(self, dtype):
         return astype(self, dtype)
@@ -138,7 +224,12 @@ class Sym:
     def prod(self, axis=None, keepdims=False): return prod(self, axis, keepdims)
 
     def __getitem__(self, key):
-        return _index(self, key)
+        if not _indexing.is_basic(self, key):
+            return _indexing.get(self, key)  # a copy, as in NumPy
+        return self._view_of(lambda base: _indexing.get(base, key), lambda base, value: base.__setitem__(key, value))
+
+    def __setitem__(self, key, value):
+        self._assign(_indexing.set(self, key, value)._v)
 
     def __len__(self):
         if not self.shape:
@@ -193,11 +284,16 @@ def _constant(graph, value, dtype):
 
 
 def _operand_dtype(a, b):
+    """NumPy's result dtype: a Python number takes the tensor's dtype, except that a float
+    with an integer or bool tensor gives f64 (as NumPy: int32 array + 1.5 is float64)."""
     da = a._dtype if isinstance(a, Sym) else None
     db = b._dtype if isinstance(b, Sym) else None
     if da and db:
         return _promote(da, db)
-    return da or db
+    known, other = (da, b) if da else (db, a)
+    if known and not _is_float(known) and isinstance(other, (float, np.floating)):
+        return "f64"
+    return known
 
 
 def _as_sym(graph, x, dtype):
@@ -215,9 +311,11 @@ def call(op, inputs, attrs=None):
     """Record op `op` on `inputs` (traced tensors, or Python numbers that take the dtype of
     the first traced input); returns its output, or a tuple of outputs."""
     graph = _graph_of(inputs)
+    if graph is None and not inputs:  # an op without inputs (range) joins the trace running
+        graph = getattr(_state, "graph", None)
     if graph is None:
         _fail(f"tl.{op} needs a traced tensor here")
-    dtype = next(x._dtype for x in inputs if isinstance(x, Sym))
+    dtype = next((x._dtype for x in inputs if isinstance(x, Sym)), None)
     syms = [_as_sym(graph, x, dtype) for x in inputs]
     outs = graph.add(op, [s._v for s in syms], attrs or {}, _where())
     result = [Sym(graph, v) for v in outs]
@@ -251,55 +349,46 @@ def _int_floordiv(a, b):
     return _binary("div", _binary("sub", a, _binary("mod", a, b)), b)
 
 
-def _index(x, key):
-    if not isinstance(key, tuple):
-        key = (key,)
-    if any(isinstance(k, (Sym, np.ndarray, list, Tensor)) for k in key):
-        _fail("indexing with a tensor, an array or a list (advanced indexing) is not supported; "
-              "use slices and integers, and tl.where for masks")
-    if len([k for k in key if k is Ellipsis]) > 1:
-        _fail("an index can have only one ellipsis (...)")
-    used = len([k for k in key if k is not None and k is not Ellipsis])
-    if used > x.ndim:
-        _fail(f"too many indices ({used}) for a tensor of rank {x.ndim}")
-    if Ellipsis in key:
-        at = key.index(Ellipsis)
-        key = key[:at] + (slice(None),) * (x.ndim - used) + key[at + 1:]
-    else:
-        key = key + (slice(None),) * (x.ndim - used)
-    starts, steps, sizes, squeeze, out_shape = [], [], [], [], []
-    d = 0
-    for k in key:
-        if k is None:
-            out_shape.append(1)
-            continue
-        n = x.shape[d]
-        if isinstance(k, slice):
-            start, stop, step = k.indices(n)
-            size = len(range(start, stop, step))
-            if size == 0:
-                _fail(f"the slice {k} of dimension {d} (extent {n}) is empty; empty tensors are not supported")
-            starts.append(start)
-            steps.append(step)
-            sizes.append(size)
-            out_shape.append(size)
-        elif isinstance(k, (int, np.integer)):
-            i = int(k)
-            if not -n <= i < n:
-                _fail(f"index {i} is out of range for dimension {d} of extent {n}")
-            starts.append(i % n)
-            steps.append(1)
-            sizes.append(1)
-            squeeze.append(d)
-        else:
-            _fail(f"unsupported index {k!r}: use integers, slices, None and ...")
-        d += 1
-    y = x
-    if any(s != 0 for s in starts) or any(s != 1 for s in steps) or list(sizes) != list(x.shape) or squeeze:
-        y = call("slice", [x], {"starts": starts, "steps": steps, "sizes": sizes, "squeeze": squeeze})
-    if tuple(out_shape) != y.shape:
-        y = reshape(y, out_shape)
-    return y
+_BITWISE = {"&": ("bitwise_and", "and"), "|": ("bitwise_or", "or"), "^": ("bitwise_xor", "xor"),
+            "<<": ("bit_shift", None), ">>": ("bit_shift", None)}
+
+
+def _can_cast_same_kind(src, dst):
+    if src == "bf16" or dst == "bf16":
+        return _is_float(dst) or not _is_float(src)
+    return bool(np.can_cast(dtype_of_name(src), dtype_of_name(dst), "same_kind"))
+
+
+def _bitwise(symbol, a, b):
+    """a & b, a | b, a ^ b (logical on bool, the library's bitwise ops on integers) and
+    a << b, a >> b (bit_shift; NumPy shifts bools as int8)."""
+    target = _operand_dtype(a, b)
+    op, logical = _BITWISE[symbol]
+    if _is_float(target):
+        _fail(f"the operator {symbol} needs integer or bool tensors, got {target} (NumPy's {op} is not "
+              "defined for floats); compare (x > 0) or convert with .astype(...) first")
+    if target == "bool":
+        if logical is not None:
+            return _binary(logical, a, b)
+        graph = _graph_of([a, b])
+        a, b = astype(_as_sym(graph, a, "i8"), "i8"), astype(_as_sym(graph, b, "i8"), "i8")
+    if op == "bit_shift":
+        graph = _graph_of([a, b])
+        a, b = _as_sym(graph, a, target), _as_sym(graph, b, target)
+        a, b = astype(a, a._dtype if a._dtype != "bool" else "i8"), astype(b, b._dtype if b._dtype != "bool" else "i8")
+        target = _promote(a._dtype, b._dtype)
+        return call("bit_shift", [astype(a, target), astype(b, target)],
+                    {"direction": "LEFT" if symbol == "<<" else "RIGHT"})
+    return _binary(op, a, b)
+
+
+def _bitwise_not(x):
+    if x._dtype == "bool":
+        return call("not", [x])
+    if _is_float(x._dtype):
+        _fail(f"the operator ~ needs an integer or bool tensor, got {x._dtype} (NumPy's invert is not "
+              "defined for floats)")
+    return call("bitwise_not", [x])
 
 
 # --- NumPy-style functions (also usable outside a trace: see _eager) ----------------------
@@ -407,6 +496,23 @@ def floor(x):
     return call("floor", [x])
 
 
+def onnx_slice(x, starts, ends, axes=None, steps=None):
+    """tl.slice with the library's (ONNX) attributes: elements starts, starts + steps, ...
+    before ends on `axes` (negative positions count from the end, then clamp), as
+    x[start:end:step] on each axis (a view, as basic indexing is)."""
+    axes = list(range(len(starts))) if axes is None else [int(a) % x.ndim for a in axes]
+    steps = [1] * len(starts) if steps is None else steps
+    key = [slice(None)] * x.ndim
+    for a, b, e, s in zip(axes, starts, ends, steps):
+        key[a] = slice(int(b), int(e), int(s))
+    return x[tuple(key)]
+
+
+def onnx_cast(x, to):
+    """tl.cast with the library's attribute: x converted to dtype `to`."""
+    return astype(x, to)
+
+
 def _op_function(spec):
     """tl.<name> for a library (or graph) op: positional tensors fill its input ports in
     order, keyword arguments name ports or attributes."""
@@ -433,6 +539,7 @@ def _op_function(spec):
             _fail(f"tl.{spec['name']}: leaving out an optional input before a given one is not supported")
         return call(spec["name"], inputs, attrs)
 
+    op.takes_no_inputs = not ports
     op.__name__ = spec["name"]
     op.__doc__ = f"{spec['summary']} (op:{spec['name']}; inputs {', '.join(ports)}" + (
         f"; attributes {', '.join(a[0] for a in spec['attrs'])})" if spec["attrs"] else ")")
@@ -549,7 +656,12 @@ class KernelFunction:
                 call_kwargs[name] = syms.get(name, value)
             else:
                 call_args.append(syms.get(name, value))
-        result = self._fn(*call_args, **call_kwargs)
+        outer = getattr(_state, "graph", None)
+        _state.graph = graph
+        try:
+            result = self._fn(*call_args, **call_kwargs)
+        finally:
+            _state.graph = outer
         single = not isinstance(result, (tuple, list))
         outputs = [result] if single else list(result)
         for i, o in enumerate(outputs):
@@ -597,7 +709,9 @@ def _eager(function, name):
             return function(*args, **kwargs)
         device = kwargs.pop("device", None)
         arrays = [a for a in args if _is_array(a)]
-        if not arrays:
+        if not arrays and getattr(_state, "graph", None) is not None:
+            return function(*args, **kwargs)  # inside a trace: an op without inputs (range)
+        if not arrays and (args or not getattr(function, "takes_no_inputs", False)):
             return function(*args, **kwargs)  # fails with the "needs a traced tensor" message
         # The argument count is part of the key: tl.linear(x, w) and tl.linear(x, w, b)
         # are two kernels.
@@ -622,3 +736,6 @@ def _eager(function, name):
         return k(*arrays, device=device)
 
     return wrapper
+
+
+from . import _indexing  # noqa: E402 (it builds on the definitions above)

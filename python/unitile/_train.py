@@ -35,6 +35,11 @@ def _input_names(keys):
     return names
 
 
+# The keys of a saved file's optimizer state and update count (see TrainStep.save).
+_STATE = "__optimizer__"
+_STEP = "__train_step__"
+
+
 class TrainStep:
     """Trains `params` (a dict of float NumPy arrays, the initial values) to lower
     ``loss_fn(params, *batch)`` with `optimizer` (tl.optim.SGD / Adam / AdamW).
@@ -72,7 +77,11 @@ class TrainStep:
                     raise _core.Error(f"error: TrainStep: parameter '{key}' is {a.dtype}: parameters must be floats")
                 t = _core.DeviceTensor.from_array(self._device, np.ascontiguousarray(a), False)
             tensors.append(t)
-        self._state = _core.make_train_state(self._device, self._names, tensors, optimizer._config)
+        self._groups = optimizer._resolve_groups(self._keys, self._names)
+        # The optimizer state each parameter keeps (its group's), e.g. ['m', 'v'].
+        slots = {name: list(g.config.state_names) for g in self._groups for name in g.params}
+        self._slots = {key: slots.get(name, optimizer.state_names) for key, name in zip(self._keys, self._names)}
+        self._state = _core.make_train_state(self._device, self._names, tensors, optimizer._config, self._groups)
         self._programs = {}
         self._last = None
         code = getattr(loss_fn, "__code__", None)
@@ -107,7 +116,7 @@ class TrainStep:
                               f"inputs (a scalar loss), got {type(loss).__name__}")
         graph.set_outputs([loss._v])
         return _core.TrainStep(self._device, graph, loss._v, self._names, self._optimizer._config, self._clip,
-                               self._keep, self._where)
+                               self._keep, self._where, self._groups)
 
     # --- training -----------------------------------------------------------------------
 
@@ -168,22 +177,77 @@ class TrainStep:
             a = value.numpy() if isinstance(value, Tensor) else np.asarray(value)
             self._state.set_param(index[key], _core.DeviceTensor.from_array(self._device, np.ascontiguousarray(a), False))
 
-    def save(self, path):
-        """The parameters to a NumPy .npz file (keys as given)."""
-        np.savez(os.fspath(path), **{str(k): v for k, v in self.params.items()})
+    def save(self, path, optimizer_state=True):
+        """The parameters to a NumPy .npz file (keys as given), and with `optimizer_state`
+        everything else training needs to go on exactly where it is: the optimizer's
+        state per parameter (``__optimizer__/<slot>/<key>``: Adam's m and v, SGD's
+        momentum buffer) and the number of updates done (``__train_step__``, which is
+        also the position in the learning-rate schedule and Adam's bias correction)."""
+        arrays = {str(k): v for k, v in self.params.items()}
+        if optimizer_state:
+            for key, name in zip(self._keys, self._names):
+                for slot, t in zip(self._slots[key], self._state.optimizer_state(name)):
+                    arrays[f"{_STATE}/{slot}/{key}"] = t.numpy()
+            arrays[_STEP] = np.array(self._state.step, dtype=np.int64)
+            arrays[_STATE] = np.array(repr(self._optimizer))
+        np.savez(os.fspath(path), **arrays)
 
-    def load(self, path):
+    def load(self, path, optimizer_state=True):
         """Parameters from a .npz file written by save (or np.savez with the same keys):
-        every parameter must be there, with its dtype and shape."""
-        with np.load(os.fspath(path)) as f:
+        every parameter must be there, with its dtype and shape. A file saved with the
+        optimizer's state also restores that state and the update count (with
+        `optimizer_state`), so training goes on as if it had never stopped; a file of
+        parameters only leaves the optimizer state and the update count as they are.
+        Nothing changes when anything in the file does not fit."""
+        where = os.fspath(path)
+        with np.load(where) as f:
             stored = {k: f[k] for k in f.files}
-        missing = [str(k) for k in self._keys if str(k) not in stored]
-        extra = sorted(set(stored) - {str(k) for k in self._keys})
+        has_state = _STEP in stored
+        params = {k: v for k, v in stored.items() if not k.startswith(_STATE) and k != _STEP}
+        missing = [str(k) for k in self._keys if str(k) not in params]
+        extra = sorted(set(params) - {str(k) for k in self._keys})
         if missing or extra:
-            raise _core.Error(f"error: {os.fspath(path)}: " + "; ".join(
+            raise _core.Error(f"error: {where}: " + "; ".join(
                 ([f"missing parameters {', '.join(missing)}"] if missing else []) +
                 ([f"unknown parameters {', '.join(extra)}"] if extra else [])))
-        self.set_params({k: stored[str(k)] for k in self._keys})
+        for key, name in zip(self._keys, self._names):
+            a, t = params[str(key)], self._state.param(name)
+            if name_of_dtype(a.dtype) != t.dtype or tuple(a.shape) != tuple(t.shape):
+                raise _core.Error(f"error: {where}: parameter '{key}' is {name_of_dtype(a.dtype)}{list(a.shape)} in "
+                                  f"the file but {t.dtype}{list(t.shape)} here")
+        state = {}
+        if has_state and optimizer_state:
+            saved_by = str(stored.get(_STATE, "an unknown optimizer"))
+            want = {f"{_STATE}/{slot}/{key}" for key in self._keys for slot in self._slots[key]}
+            have = {k for k in stored if k.startswith(_STATE + "/")}
+            if want != have:
+                lost = sorted(want - have)
+                unknown = sorted(have - want)
+                raise _core.Error(
+                    f"error: {where}: the optimizer state saved by {saved_by} does not fit {self._optimizer!r}" +
+                    (f": missing {', '.join(lost[:4])}{' ...' if len(lost) > 4 else ''}" if lost else "") +
+                    (f"; unexpected {', '.join(unknown[:4])}{' ...' if len(unknown) > 4 else ''}" if unknown else "") +
+                    " (load(path, optimizer_state=False) loads the parameters alone)")
+            for key, name in zip(self._keys, self._names):
+                current = self._state.optimizer_state(name)
+                values = []
+                for slot, t in zip(self._slots[key], current):
+                    a = stored[f"{_STATE}/{slot}/{key}"]
+                    if name_of_dtype(a.dtype) != t.dtype or tuple(a.shape) != tuple(t.shape):
+                        raise _core.Error(f"error: {where}: optimizer state {slot} of '{key}' is "
+                                          f"{name_of_dtype(a.dtype)}{list(a.shape)} but the parameter's is "
+                                          f"{t.dtype}{list(t.shape)}")
+                    values.append(a)
+                state[name] = values
+            step = stored[_STEP]
+            if step.shape != () or step.dtype.kind not in "iu" or int(step) < 0:
+                raise _core.Error(f"error: {where}: {_STEP} must be a count of updates (an integer >= 0), got {step!r}")
+        self.set_params({k: params[str(k)] for k in self._keys})
+        if state:
+            for name, values in state.items():
+                self._state.set_optimizer_state(name, [
+                    _core.DeviceTensor.from_array(self._device, np.ascontiguousarray(a), False) for a in values])
+            self._state.step = int(stored[_STEP])
 
     def describe(self):
         """How the last step's graph runs (the executor's kernels)."""

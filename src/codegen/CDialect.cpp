@@ -25,7 +25,7 @@ const CDialect& c_dialect() {
     c.storage_type = {"uint16_t", "uint16_t", "float",   "double",  "int8_t",
                       "int16_t",  "int32_t",  "int64_t", "uint8_t", "uint8_t"};
     c.f32_math_suffix = "f";
-    c.gcc_vector_extensions = true;
+    c.vector_syntax = VectorSyntax::Gcc;
     c.barrier = ""; // blocks of the c dialect have one thread
     c.prefetch = "__builtin_prefetch({address});";
     return c;

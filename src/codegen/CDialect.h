@@ -6,11 +6,21 @@
 #include "ir/Type.h"
 
 #include <array>
+#include <cstdint>
 #include <string_view>
 #include <utility>
 #include <vector>
 
 namespace unitile::codegen {
+
+/// The spelling of vector types in a dialect.
+enum class VectorSyntax : uint8_t {
+  None,
+  /// GCC vector extensions: vector_size types, __builtin_convertvector, memcpy loads.
+  Gcc,
+  /// OpenCL C vector types (floatN): vloadN/vstoreN, select, convert_typeN, as_typeN.
+  OpenCL,
+};
 
 struct CDialect {
   std::string_view name;
@@ -35,8 +45,17 @@ struct CDialect {
   /// Suffix that selects the f32 variant of a math function ("f": expf), or empty when
   /// the dialect overloads them.
   std::string_view f32_math_suffix;
-  /// Whether vectorized loops may be printed with GCC vector extensions.
-  bool gcc_vector_extensions = false;
+  /// How vectorized loops are printed as vector code (CHelpers.h defines the types and
+  /// their helpers in each syntax), or None: as scalar loops the vendor compiler may
+  /// still vectorize.
+  VectorSyntax vector_syntax = VectorSyntax::None;
+  /// Most lanes one vector type may have in this dialect (OpenCL C: 16).
+  int max_vector_lanes = 64;
+  /// Whether a register tile that scalar code also reads (a vectorized reduction's final
+  /// sum over its lanes) is still declared as an array of vectors. PoCL's LLVM keeps the
+  /// plain array in memory through the whole reduction; GCC keeps it in registers either
+  /// way, and its RVV code for the vector form trips an assertion of qemu-riscv64 7.2.
+  bool vector_tiles_with_scalar_access = false;
   /// Statement a Barrier becomes when blocks have more than one thread, or empty when the
   /// dialect cannot run such blocks.
   std::string_view barrier;

@@ -210,7 +210,11 @@ const char* dtype_ctype(DType t) {
 //     an odd polynomial (Cephes' tanhf) so small values keep their relative accuracy;
 //     erf by Abramowitz and Stegun 7.1.26 (absolute error below 1.5e-7), below |x| 0.5
 //     its Taylor series to x^11.
-std::string vector_math_f32(const std::string& v, const std::string& m) {
+//   The same polynomials in every syntax, so the c and opencl dialects agree bit for bit;
+//   `to_mask` converts a float vector to its integer lanes, `as_float` reinterprets
+//   integer lanes as floats and `inf` is +infinity.
+std::string vector_math_f32(const std::string& v, const std::string& m, const std::string& to_mask,
+                            const std::string& as_float, const std::string& inf) {
   return fmt::format(
       "static inline {0} {0}_exp({0} x) {{\n"
       "  const {0} hi = {0}_splat(88.72283935546875f), lo = {0}_splat(-103.97207641601562f);\n"
@@ -224,10 +228,10 @@ std::string vector_math_f32(const std::string& v, const std::string& m) {
       "  p = p * r + 1.6666665459e-1f;\n"
       "  p = p * r + 5.0000001201e-1f;\n"
       "  p = p * r * r + r + 1.0f;\n"
-      "  {1} k = __builtin_convertvector(n, {1});\n"
+      "  {1} k = {2};\n"
       "  {1} k1 = k >> 1, k2 = k - k1;\n"
-      "  {0} y = p * ({0})((k1 + 127) << 23) * ({0})((k2 + 127) << 23);\n"
-      "  y = {0}_blend(x > hi, {0}_splat(__builtin_inff()), y);\n"
+      "  {0} y = p * {3} * {4};\n"
+      "  y = {0}_blend(x > hi, {0}_splat({5}), y);\n"
       "  y = {0}_blend(x < lo, {0}_splat(0.0f), y);\n"
       "  return {0}_blend(x != x, x, y);\n"
       "}}\n"
@@ -261,10 +265,13 @@ std::string vector_math_f32(const std::string& v, const std::string& m) {
       "  s = (s * z + 1.0f) * x * 1.1283791670955126f;\n"
       "  return {0}_blend(x != x, x, {0}_blend(a < 0.5f, s, y));\n"
       "}}\n",
-      v, m);
+      v, m, fmt::format(fmt::runtime(to_mask), "n"),
+      fmt::format(fmt::runtime(as_float), "((k1 + 127) << 23)"),
+      fmt::format(fmt::runtime(as_float), "((k2 + 127) << 23)"), inf);
 }
 
-std::string vector_text(DType elem, int lanes) {
+// GCC vector extensions: vector_size types, memcpy loads and stores, blends by bit masks.
+std::string gcc_vector_text(DType elem, int lanes) {
   std::string v = vector_type_name(elem, lanes);
   DType mask_elem = vector_mask_elem(elem);
   std::string m = vector_type_name(mask_elem, lanes);
@@ -290,19 +297,57 @@ std::string vector_text(DType elem, int lanes) {
       "static inline {0} {0}_blend({3} m, {0} a, {0} b) {{ return ({0})((({3})a & m) | (({3})b & "
       "~m)); }}\n",
       v, t, lanes, m);
+  return s;
+}
+
+// OpenCL C vector types: typeN, loads and stores by vloadN/vstoreN (macros, so that one
+// helper serves pointers into every address space), blends by select on the mask's sign.
+std::string opencl_vector_text(const CDialect& d, DType elem, int lanes) {
+  std::string v = vector_type_name(elem, lanes);
+  DType mask_elem = vector_mask_elem(elem);
+  std::string m = vector_type_name(mask_elem, lanes);
+  std::string_view t = d.storage_type[static_cast<size_t>(elem)];
+  std::string_view mt = d.storage_type[static_cast<size_t>(mask_elem)];
+  std::string s;
+  if (mask_elem != elem)
+    s += fmt::format("#ifndef UT_HAVE_{0}\n#define UT_HAVE_{0}\ntypedef {1}{2} {0};\n#endif\n", m,
+                     mt, lanes);
+  s += fmt::format("#ifndef UT_HAVE_{0}\n#define UT_HAVE_{0}\ntypedef {1}{2} {0};\n#endif\n", v, t,
+                   lanes);
+  s += fmt::format(
+      "static inline {0} {0}_splat({1} x) {{ return ({0})(x); }}\n"
+      "#define {0}_load(p) vload{2}(0, p)\n"
+      "#define {0}_store(p, v) vstore{2}(v, 0, p)\n"
+      "static inline {0} {0}_blend({3} m, {0} a, {0} b) {{ return select(b, a, m); }}\n",
+      v, t, lanes, m);
+  return s;
+}
+
+// The vector type of `lanes` elements of `elem` and its helpers in dialect `d`'s syntax.
+std::string vector_text(const CDialect& d, DType elem, int lanes) {
+  UT_INTERNAL_ASSERT(d.vector_syntax != VectorSyntax::None,
+                     "dialect " + std::string(d.name) + " prints no vector types");
+  std::string v = vector_type_name(elem, lanes),
+              m = vector_type_name(vector_mask_elem(elem), lanes);
+  std::string s = d.vector_syntax == VectorSyntax::Gcc ? gcc_vector_text(elem, lanes)
+                                                       : opencl_vector_text(d, elem, lanes);
   if (is_float(elem))
     s += fmt::format("static inline {0} {0}_min({0} a, {0} b) {{ return {0}_blend((a != a) | (b != "
                      "b), a + b, {0}_blend(a < b, a, b)); }}\n"
                      "static inline {0} {0}_max({0} a, {0} b) {{ return {0}_blend((a != a) | (b != "
                      "b), a + b, {0}_blend(a > b, a, b)); }}\n",
                      v);
-  if (elem == DType::F32)
-    s += vector_math_f32(v, m);
-  if (!is_float(elem))
+  else
     s += fmt::format(
         "static inline {0} {0}_min({0} a, {0} b) {{ return {0}_blend(a < b, a, b); }}\n"
         "static inline {0} {0}_max({0} a, {0} b) {{ return {0}_blend(a > b, a, b); }}\n",
         v);
+  if (elem == DType::F32 && d.vector_syntax == VectorSyntax::Gcc)
+    s += vector_math_f32(v, m, "__builtin_convertvector({}, " + m + ")", "(" + v + "){}",
+                         "__builtin_inff()");
+  else if (elem == DType::F32)
+    s += vector_math_f32(v, m, fmt::format("convert_int{}({{}})", lanes),
+                         fmt::format("as_float{}({{}})", lanes), "INFINITY");
   return s;
 }
 
@@ -362,10 +407,10 @@ std::string CHelperSet::text(const CDialect& d) const {
       s += helper_text(d, name, table.find(name)->second.text);
   // The vector helpers are static and inlined, so their calling convention never meets
   // other code: GCC's note that wide vectors change the ABI without -mavx is moot here.
-  if (!vectors_.empty())
+  if (!vectors_.empty() && d.vector_syntax == VectorSyntax::Gcc)
     s += "#pragma GCC diagnostic ignored \"-Wpsabi\"\n";
   for (auto [elem, lanes] : vectors_)
-    s += vector_text(static_cast<DType>(elem), lanes);
+    s += vector_text(d, static_cast<DType>(elem), lanes);
   return s;
 }
 

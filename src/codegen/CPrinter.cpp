@@ -993,31 +993,41 @@ private:
     unbind_var(s.var, saved);
   }
 
-  // The lanes of a Register allocation whose every access is one whole, aligned vector
-  // (the innermost index is the variable of a vectorized loop of constant extent that
-  // is a multiple of the lanes); 0 when it must stay a plain array.
+  // The lanes of a Register allocation whose every access in a vectorized loop is one
+  // whole, aligned vector (the innermost index is the variable of a vectorized loop of
+  // constant extent that is a multiple of the lanes) and that has at least one such
+  // access; 0 when it must stay a plain array. Accesses outside vectorized loops (a
+  // reduction's final sum over its lanes) read single elements through a pointer, in
+  // dialects that allow it (vector_tiles_with_scalar_access).
   int register_tile_lanes(const StmtNode& a) {
-    if (a.scope != MemScope::Register || !d_.gcc_vector_extensions || !vector_lane_type(a.dtype) ||
-        a.shape.empty())
+    if (a.scope != MemScope::Register || d_.vector_syntax == VectorSyntax::None ||
+        !vector_lane_type(a.dtype) || a.shape.empty())
       return 0;
     int lanes = hcd_.lanes_for(a.dtype);
-    if (lanes < 2 || (lanes & (lanes - 1)) != 0 || a.shape.back() % lanes != 0)
+    if (lanes < 2 || (lanes & (lanes - 1)) != 0 || lanes > d_.max_vector_lanes ||
+        a.shape.back() % lanes != 0)
       return 0;
     bool ok = true, any = false;
     std::vector<const StmtNode*> loops;
     auto check = [&](const std::vector<Expr>& idx) {
-      any = true;
-      if (loops.empty() || idx.empty()) {
+      if (idx.empty()) {
         ok = false;
         return;
       }
-      const StmtNode& l = *loops.back();
+      const StmtNode* l = loops.empty() ? nullptr : loops.back();
+      bool vector_access = false;
+      for (const Expr& i : idx)
+        vector_access |= l && l->for_kind == ForKind::Vectorized && uses_var(i, l->var);
+      if (!vector_access) {
+        ok &= d_.vector_tiles_with_scalar_access; // through a pointer to the elements
+        return;
+      }
+      any = true;
       int64_t mn = -1, ext = 0;
-      ok &= l.for_kind == ForKind::Vectorized && const_int(l.min, &mn) && mn == 0 &&
-            const_int(l.extent, &ext) && ext % lanes == 0;
-      ok &= idx.back()->kind == ExprKind::Var && idx.back()->name == l.var;
+      ok &= const_int(l->min, &mn) && mn == 0 && const_int(l->extent, &ext) && ext % lanes == 0;
+      ok &= idx.back()->kind == ExprKind::Var && idx.back()->name == l->var;
       for (size_t k = 0; k + 1 < idx.size(); ++k)
-        ok &= !uses_var(idx[k], l.var);
+        ok &= !uses_var(idx[k], l->var);
     };
     std::function<void(const Stmt&)> walk = [&](const Stmt& x) {
       if (x->kind == StmtKind::For)
@@ -1132,7 +1142,8 @@ private:
       });
       return;
     }
-    if (s.for_kind == ForKind::Vectorized && d_.gcc_vector_extensions && vector_loop(s))
+    if (s.for_kind == ForKind::Vectorized && d_.vector_syntax != VectorSyntax::None &&
+        vector_loop(s))
       return;
     int64_t mn0 = 0;
     if (s.for_kind == ForKind::Unrolled && const_int(s.min, &mn0) && const_int(s.extent, &ext) && ext <= 16) {
@@ -1240,7 +1251,7 @@ private:
     if (!first)
       return false;
     int lanes = hcd_.lanes_for(buffer(first->buffer).dtype);
-    if (lanes < 2 || (lanes & (lanes - 1)) != 0 || lanes > 64)
+    if (lanes < 2 || (lanes & (lanes - 1)) != 0 || lanes > d_.max_vector_lanes)
       return false;
     int64_t mn = 0, ext = 0;
     bool const_bounds = const_int(s.min, &mn) && const_int(s.extent, &ext);
@@ -1329,7 +1340,10 @@ private:
   std::string convert_vector(const std::string& x, DType from, DType to, int lanes) {
     if (from == to)
       return x;
-    return fmt::format("__builtin_convertvector({}, {})", x, helpers_.need_vector(to, lanes));
+    std::string vt = helpers_.need_vector(to, lanes);
+    if (d_.vector_syntax == VectorSyntax::OpenCL)
+      return fmt::format("convert_{}{}({})", storage_type(to), lanes, x);
+    return fmt::format("__builtin_convertvector({}, {})", x, vt);
   }
 
   // `e` as a vector of `want` lanes; the loop variable `var` is lane 0's value.

@@ -73,7 +73,6 @@ const CDialect& cuda_dialect() {
     c.storage_type = {"__half",  "__nv_bfloat16", "float",   "double",  "int8_t",
                       "int16_t", "int32_t",       "int64_t", "uint8_t", "uint8_t"};
     c.f32_math_suffix = "f";
-    c.gcc_vector_extensions = false;
     c.barrier = "__syncthreads();";
     c.shared_qualifier = "__shared__ ";
     // Static __shared__ arrays stop at 48 KiB; more (up to the HCD's 227 KiB on sm_90)

@@ -174,7 +174,9 @@ const CDialect& opencl_dialect() {
     c.storage_type = {"ushort", "ushort", "float", "double", "char",
                       "short",  "int",    "long",  "uchar",  "uchar"};
     c.f32_math_suffix = ""; // OpenCL C overloads exp, sqrt, ... on float and double
-    c.gcc_vector_extensions = false;
+    c.vector_syntax = VectorSyntax::OpenCL;
+    c.max_vector_lanes = 16;
+    c.vector_tiles_with_scalar_access = true;
     // Work-items of a group may also exchange data through global workspace buffers.
     c.barrier = "barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);";
     c.shared_qualifier = "__local ";

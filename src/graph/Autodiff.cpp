@@ -174,13 +174,23 @@ private:
       cot_ports.push_back(port);
       ins.push_back(v);
     }
-    req.wrt = wrt_ports;
-    const VjpDerivation d = derive_vjp(inst.kernel(), req);
+    // Only inputs the kernel reads can have a gradient (a vjp node, for one, does not
+    // read every forward input it is given: matmul's dA does not read A).
+    std::vector<std::string> read_ports;
+    for (const std::string& port : wrt_ports)
+      if (std::any_of(
+              inst.kernel().tensors.begin(), inst.kernel().tensors.end(),
+              [&](const TensorDecl& t) { return t.name == port && t.role == TensorRole::Input; }))
+        read_ports.push_back(port);
     std::map<std::string, ValueId> grads;
+    if (read_ports.empty())
+      return grads; // the inputs asked for do not reach the outputs
+    req.wrt = read_ports;
+    const VjpDerivation d = derive_vjp(inst.kernel(), req);
     if (d.vjp) {
       // A gradient that is a cotangent as it is (add's, a copy's) is that value: no node.
       std::vector<std::string> computed;
-      for (const std::string& port : wrt_ports) {
+      for (const std::string& port : read_ports) {
         if (const std::optional<std::string> out =
                 passed_through(*d.vjp, d.vjp->gradient_outputs.at(port))) {
           for (const auto& [cport, v] : cots)

@@ -756,4 +756,19 @@ VjpDerivation derive_vjp(const Kernel& forward, const VjpRequest& request) {
   return out;
 }
 
+Kernel rename_kernel_tensors(const Kernel& k, const std::map<std::string, std::string>& names) {
+  Kernel out = k;
+  for (TensorDecl& t : out.tensors)
+    if (auto it = names.find(t.name); it != names.end())
+      t.name = it->second;
+  for (Comprehension& c : out.body) {
+    if (auto it = names.find(c.output); it != names.end())
+      c.output = it->second;
+    c.value = rename_tensors(c.value, names);
+    for (Expr& i : c.store_indices)
+      i = rename_tensors(i, names);
+  }
+  return out;
+}
+
 } // namespace unitile::graph

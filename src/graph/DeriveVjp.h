@@ -51,4 +51,9 @@ struct VjpDerivation {
 /// it writes is parsed and verified, so a malformed result is the verifier's UserError.
 VjpDerivation derive_vjp(const Kernel& forward, const VjpRequest& request);
 
+/// `k` with tensors renamed (old name -> new name) in its declarations and statements;
+/// used to free the names a derivation must give its outputs (a vjp of a vjp kernel
+/// wants G0 for a gradient while the forward's own output is G0).
+Kernel rename_kernel_tensors(const Kernel& k, const std::map<std::string, std::string>& names);
+
 } // namespace unitile::graph

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <set>
 
 namespace unitile::graph {
 
@@ -111,18 +112,43 @@ void emit_vjp(OpContext& ctx) {
   }
   const ops::OpInstance inst =
       ops::instantiate(fwd, specs, decode_attrs(ctx, fwd, ctx.attr_string("attrs")));
+  // The gradients are named G0, G1, ...; a forward tensor of such a name (the outputs of
+  // a vjp kernel, when this is a second-order gradient) is renamed out of the way first.
+  std::set<std::string> used;
+  for (const TensorDecl& t : inst.kernel().tensors)
+    used.insert(t.name);
+  used.insert(given.begin(), given.end());
+  std::map<std::string, std::string> moved;
+  for (size_t j = 0; j < wrt.size(); ++j) {
+    const std::string name = "G" + std::to_string(j);
+    if (!std::any_of(inst.kernel().tensors.begin(), inst.kernel().tensors.end(),
+                     [&](const TensorDecl& t) { return t.name == name; }))
+      continue;
+    std::string fresh = name + "_forward";
+    while (used.count(fresh))
+      fresh += "_";
+    used.insert(fresh);
+    moved[name] = fresh;
+  }
+  auto forward_name = [&](const std::string& port) {
+    auto it = moved.find(port);
+    return it == moved.end() ? port : it->second;
+  };
+  const Kernel forward =
+      moved.empty() ? inst.kernel() : rename_kernel_tensors(inst.kernel(), moved);
   for (size_t m = 0; m < cots.size(); ++m) {
-    req.cotangents.push_back(cots[m]);
-    req.names[cots[m]] = given[in_ports.size() + m];
+    req.cotangents.push_back(forward_name(cots[m]));
+    req.names[forward_name(cots[m])] = given[in_ports.size() + m];
   }
   for (size_t j = 0; j < wrt.size(); ++j) {
-    req.wrt.push_back(wrt[j]);
-    req.names[wrt[j]] = "G" + std::to_string(j);
+    req.wrt.push_back(forward_name(wrt[j]));
+    req.names[forward_name(wrt[j])] = "G" + std::to_string(j);
   }
   for (const auto& [port, spec] : inst.outputs)
-    if (std::find(cots.begin(), cots.end(), port) != cots.end() && ctx.in(req.names[port]) != spec)
+    if (std::find(cots.begin(), cots.end(), port) != cots.end() &&
+        ctx.in(req.names[forward_name(port)]) != spec)
       ctx.fail("the cotangent of {} must have the type of the output", port);
-  const VjpDerivation d = derive_vjp(inst.kernel(), req);
+  const VjpDerivation d = derive_vjp(forward, req);
   if (!d.vjp)
     ctx.fail("cannot derive the gradient of op:{}: {}", fwd.name, d.why_not);
   const Kernel& k = d.vjp->kernel();

@@ -153,6 +153,26 @@ void emit_constant(OpContext& ctx) {
   ctx.stmt("Y[] = " + literal);
 }
 
+// The values from..to-1 as one expression of the position i: a balanced tree of selects,
+// so a table of n entries nests only log2(n) deep.
+std::string select_tree(const std::vector<int64_t>& values, size_t from, size_t to) {
+  if (to - from == 1)
+    return "i64(" + std::to_string(values[from]) + ")";
+  const size_t mid = from + (to - from) / 2;
+  return "(i0 < " + std::to_string(mid) + " ? " + select_tree(values, from, mid) + " : " +
+         select_tree(values, mid, to) + ")";
+}
+
+// A 1-D i64 table of literal integers: the index arrays Python writes in a traced
+// function (x[[0, 2, 1]]), which have no tensor input to come from.
+void emit_index_constant(OpContext& ctx) {
+  const std::vector<int64_t> values = ctx.attr_ints("values");
+  if (values.empty())
+    ctx.fail("values is empty: tensors have no zero-sized dimensions");
+  ctx.output("Y", DType::I64, {static_cast<int64_t>(values.size())});
+  ctx.stmt("Y[i0] = " + select_tree(values, 0, values.size()));
+}
+
 void emit_copy(OpContext& ctx) {
   const TensorSpec& x = ctx.in("X");
   const std::vector<std::string> idx = ops::index_names(static_cast<int64_t>(x.shape.size()));
@@ -171,6 +191,14 @@ std::vector<OpDef> build() {
                {{"value", AttrKind::Float, std::nullopt, "the value"},
                 {"dtype", AttrKind::String, AttrValue{std::string("f32")}, "its dtype"}},
                "", emit_constant});
+  v.push_back({"index_constant",
+               "creation",
+               "a 1-D i64 tensor holding the listed integers",
+               {},
+               {{"Y"}},
+               {{"values", AttrKind::Ints, std::nullopt, "the integers, in order"}},
+               "",
+               emit_index_constant});
   v.push_back({"copy", "data movement", "Y = X", {{"X"}}, {{"Y"}}, {}, "", emit_copy});
   v.push_back({"reshape", "data movement", "the elements of X in C order under a new shape", {{"X"}}, {{"Y"}},
                {{"shape", AttrKind::Ints, std::nullopt, "the new shape; one extent may be -1"}}, "reshape_grad", emit_reshape});

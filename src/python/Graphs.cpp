@@ -13,6 +13,8 @@
 #include "ops/OpLibrary.h"
 
 #include <fmt/core.h>
+
+#include <algorithm>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/shared_ptr.h>
@@ -85,12 +87,39 @@ nb::dict op_spec(const ops::OpDef& op, bool library) {
 
 } // namespace
 
+// The outputs of the node just added in the op's declared order (P_new before M_new,
+// Values before Indices; a variadic port's Y0, Y1, ..., Y10 by number), which is how Python
+// unpacks them; the node keeps its outputs by port name.
+std::vector<graph::ValueId> declared_order(const graph::Graph& g, const std::string& op_name) {
+  const ops::OpDef& op = graph::graph_op(op_name);
+  std::vector<std::pair<std::pair<size_t, long>, graph::ValueId>> keyed;
+  for (const auto& [port, value] : g.nodes().back().outputs) {
+    std::pair<size_t, long> key{op.outputs.size(), 0};
+    for (size_t i = 0; i < op.outputs.size(); ++i) {
+      const std::string& name = op.outputs[i].name;
+      if (port == name)
+        key = {i, 0};
+      else if (op.outputs[i].variadic && port.starts_with(name) && port.size() > name.size() &&
+               port.find_first_not_of("0123456789", name.size()) == std::string::npos)
+        key = {i, std::stol(port.substr(name.size()))};
+    }
+    keyed.emplace_back(key, value);
+  }
+  std::stable_sort(keyed.begin(), keyed.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<graph::ValueId> out;
+  for (const auto& kv : keyed)
+    out.push_back(kv.second);
+  return out;
+}
+
 void bind_graphs(nb::module_& m) {
   nb::class_<graph::Graph>(m, "Graph", "A graph of op calls, recorded by the tracer")
       .def(nb::init<>())
       .def(
           "add_input",
-          [](graph::Graph& g, const std::string& name, const std::string& dtype, const std::vector<int64_t>& shape) {
+          [](graph::Graph& g, const std::string& name, const std::string& dtype,
+             const std::vector<int64_t>& shape) {
             return g.add_input(name, ops::TensorSpec{dtype_from_name(dtype), shape});
           },
           nb::arg("name"), nb::arg("dtype"), nb::arg("shape"))
@@ -103,10 +132,13 @@ void bind_graphs(nb::module_& m) {
               const std::string key = nb::cast<std::string>(k);
               a[key] = attr_value(key, v);
             }
-            return g.add_node(op, inputs, a, where);
+            g.add_node(op, inputs, a, where);
+            return declared_order(g, op);
           },
           nb::arg("op"), nb::arg("inputs"), nb::arg("attrs"), nb::arg("where"),
-          "Call an op on values; returns its output values (checked now: errors name `where`)")
+          "Call an op on values; returns its output values in the op's declared order (checked "
+          "now: errors "
+          "name `where`)")
       .def(
           "value",
           [](const graph::Graph& g, int v) {
@@ -121,7 +153,8 @@ void bind_graphs(nb::module_& m) {
             graph::GraphKernel gk = graph::graph_kernel(g, name);
             return kernels_of(std::move(gk.module)).front();
           },
-          nb::arg("name"), "The graph as one verified kernel (inputs by name, outputs out0, out1, ...)");
+          nb::arg("name"),
+          "The graph as one verified kernel (inputs by name, outputs out0, out1, ...)");
 
   // ---- the graph executor and the text form (src/graph/Executor.h, GraphText.h) ----
   nb::class_<PyGraphExecutor>(m, "GraphExecutor",

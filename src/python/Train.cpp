@@ -67,6 +67,11 @@ void bind_train(nb::module_& m) {
       .def_prop_ro("state_names", &OptimizerConfig::state_names)
       .def("__repr__", &OptimizerConfig::describe);
 
+  nb::class_<train::ParamGroup>(m, "ParamGroup", "Parameters with settings of their own (src/train/Optimizer.h)")
+      .def(nb::init<std::vector<std::string>, OptimizerConfig>(), nb::arg("params"), nb::arg("config"))
+      .def_ro("params", &train::ParamGroup::params)
+      .def_ro("config", &train::ParamGroup::config);
+
   nb::class_<PyTrainState>(m, "TrainState", "Parameters and optimizer state on one device")
       .def_prop_ro("names", [](const PyTrainState& s) { return s.state.names; })
       .def_prop_rw(
@@ -117,7 +122,8 @@ void bind_train(nb::module_& m) {
   m.def(
       "make_train_state",
       [](std::shared_ptr<PyDevice> device, const std::vector<std::string>& names,
-         const std::vector<const PyTensor*>& values, const OptimizerConfig& config) {
+         const std::vector<const PyTensor*>& values, const OptimizerConfig& config,
+         const std::vector<train::ParamGroup>& param_groups) {
         if (names.size() != values.size())
           throw UserError(fmt::format("error: {} parameter names for {} values", names.size(), values.size()));
         std::vector<DeviceTensor> tensors;
@@ -127,10 +133,11 @@ void bind_train(nb::module_& m) {
         }
         auto s = std::make_shared<PyTrainState>();
         s->device = device;
-        s->state = train::make_train_state(*device->session, names, std::move(tensors), config);
+        s->state = train::make_train_state(*device->session, names, std::move(tensors), config, param_groups);
         return s;
       },
       nb::arg("device"), nb::arg("names"), nb::arg("values"), nb::arg("config"),
+      nb::arg("param_groups") = std::vector<train::ParamGroup>{},
       "Parameters (device tensors) with the optimizer's state at zero");
 
   nb::class_<PyTrainStep>(m, "TrainStep", "One compiled training step (src/train/TrainStep.h)")
@@ -138,8 +145,10 @@ void bind_train(nb::module_& m) {
           "__init__",
           [](PyTrainStep* self, std::shared_ptr<PyDevice> device, const graph::Graph& forward, int loss,
              const std::vector<std::string>& param_names, const OptimizerConfig& config,
-             std::optional<double> clip_norm, bool keep_gradients, const std::string& where) {
+             std::optional<double> clip_norm, bool keep_gradients, const std::string& where,
+             const std::vector<train::ParamGroup>& param_groups) {
             train::TrainStepOptions options;
+            options.param_groups = param_groups;
             options.clip_norm = clip_norm;
             options.keep_gradients = keep_gradients;
             if (!where.empty()) options.where = where;
@@ -148,7 +157,8 @@ void bind_train(nb::module_& m) {
             new (self) PyTrainStep{std::move(device), std::move(step)};
           },
           nb::arg("device"), nb::arg("forward"), nb::arg("loss"), nb::arg("param_names"), nb::arg("config"),
-          nb::arg("clip_norm") = nb::none(), nb::arg("keep_gradients") = false, nb::arg("where") = "")
+          nb::arg("clip_norm") = nb::none(), nb::arg("keep_gradients") = false, nb::arg("where") = "",
+          nb::arg("param_groups") = std::vector<train::ParamGroup>{})
       .def(
           "run",
           [](PyTrainStep& s, PyTrainState& state, const std::vector<const PyTensor*>& batch) {

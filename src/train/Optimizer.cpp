@@ -5,6 +5,7 @@
 #include "ir/Diagnostic.h"
 
 #include <fmt/core.h>
+#include <fmt/format.h>
 
 #include <cmath>
 
@@ -96,6 +97,43 @@ std::string OptimizerConfig::describe() const {
                        lr.describe(), momentum, dampening, weight_decay, nesterov);
   return fmt::format("{}(lr={}, betas=({}, {}), eps={}, weight_decay={})", op_name(), lr.describe(),
                      beta1, beta2, eps, weight_decay);
+}
+
+bool GroupAssignment::used(size_t g) const {
+  for (size_t k : group)
+    if (k == g)
+      return true;
+  return false;
+}
+
+GroupAssignment assign_groups(const std::vector<std::string>& names, const OptimizerConfig& config,
+                              const std::vector<ParamGroup>& groups, const std::string& where) {
+  GroupAssignment a;
+  a.configs.push_back(config);
+  a.group.assign(names.size(), 0);
+  for (size_t g = 0; g < groups.size(); ++g) {
+    const ParamGroup& group = groups[g];
+    group.config.check();
+    if (group.config.kind != config.kind)
+      throw UserError(fmt::format("{}: error: parameter group {} uses {} but the optimizer is {}: all groups "
+                                  "must use the same kind of optimizer",
+                                  where, g, group.config.op_name(), config.op_name()));
+    a.configs.push_back(group.config);
+    for (const std::string& name : group.params) {
+      size_t i = 0;
+      while (i < names.size() && names[i] != name)
+        ++i;
+      if (i == names.size())
+        throw UserError(fmt::format("{}: error: parameter group {} names '{}', which is not a parameter (the "
+                                    "parameters: {})",
+                                    where, g, name, fmt::join(names, ", ")));
+      if (a.group[i] != 0)
+        throw UserError(fmt::format("{}: error: parameter '{}' is in parameter groups {} and {}", where, name,
+                                    a.group[i] - 1, g));
+      a.group[i] = g + 1;
+    }
+  }
+  return a;
 }
 
 namespace {

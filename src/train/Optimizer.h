@@ -51,6 +51,31 @@ struct OptimizerConfig {
   std::string describe() const;
 };
 
+/// Parameters updated with settings of their own, like torch.optim's param_groups (e.g. no
+/// weight decay on biases and LayerNorm scales, as GPT training does): every parameter
+/// named in `params` is updated with `config` instead of the step's settings. `config`
+/// has its own learning-rate schedule; it must be the same kind of optimizer as the step's.
+struct ParamGroup {
+  std::vector<std::string> params;
+  OptimizerConfig config;
+};
+
+/// The settings each parameter of a step is updated with. Group 0 is the step's own
+/// configuration (the parameters in no ParamGroup), group g > 0 is ParamGroup g - 1.
+struct GroupAssignment {
+  std::vector<OptimizerConfig> configs; // per group
+  std::vector<size_t> group;            // per parameter: its group
+  const OptimizerConfig& of(size_t param) const { return configs[group[param]]; }
+  /// Whether group `g` updates at least one parameter.
+  bool used(size_t g) const;
+};
+
+/// Put each of `names` in its group. A UserError (prefixed by `where`) for a group naming
+/// an unknown parameter or one already in another group, or using another kind of
+/// optimizer than `config`.
+GroupAssignment assign_groups(const std::vector<std::string>& names, const OptimizerConfig& config,
+                              const std::vector<ParamGroup>& groups, const std::string& where);
+
 /// The per-step scalars every update reads: the learning rate (f64) and the number of
 /// the update, counting from 1 (i64).
 struct StepScalars {

@@ -36,22 +36,26 @@ Tensor download(Session& session, const DeviceTensor& t) {
 }
 
 TrainState make_train_state(Session& session, const std::vector<std::string>& names,
-                            std::vector<DeviceTensor> values, const OptimizerConfig& config) {
+                            std::vector<DeviceTensor> values, const OptimizerConfig& config,
+                            const std::vector<ParamGroup>& groups) {
   config.check();
   UT_INTERNAL_ASSERT(names.size() == values.size(), "one value per parameter name");
   TrainState s;
   std::set<std::string> seen;
-  for (size_t i = 0; i < names.size(); ++i) {
-    const std::string& name = names[i];
+  for (const std::string& name : names) {
     if (name.empty())
       throw UserError("error: a parameter has an empty name");
     if (!seen.insert(name).second)
       throw UserError(fmt::format("error: parameter '{}' is given twice", name));
+  }
+  const GroupAssignment assignment = assign_groups(names, config, groups, "training state");
+  for (size_t i = 0; i < names.size(); ++i) {
+    const std::string& name = names[i];
     if (!is_float(values[i].dtype))
       throw UserError(fmt::format("error: parameter '{}' is {}: parameters must be floats", name,
                                   dtype_name(values[i].dtype)));
     std::vector<DeviceTensor> slots;
-    for (size_t k = 0; k < config.state_names().size(); ++k)
+    for (size_t k = 0; k < assignment.of(i).state_names().size(); ++k)
       slots.push_back(upload(session, Tensor::zeros(values[i].dtype, values[i].shape)));
     s.names.push_back(name);
     s.params.push_back(std::move(values[i]));
@@ -61,14 +65,14 @@ TrainState make_train_state(Session& session, const std::vector<std::string>& na
 }
 
 TrainState make_train_state(Session& session, const std::vector<Parameter>& params,
-                            const OptimizerConfig& config) {
+                            const OptimizerConfig& config, const std::vector<ParamGroup>& groups) {
   std::vector<std::string> names;
   std::vector<DeviceTensor> values;
   for (const Parameter& p : params) {
     names.push_back(p.name);
     values.push_back(upload(session, p.initial));
   }
-  return make_train_state(session, names, std::move(values), config);
+  return make_train_state(session, names, std::move(values), config, groups);
 }
 
 void set_parameter(TrainState& state, const std::string& name, DeviceTensor value) {

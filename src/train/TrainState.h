@@ -30,12 +30,14 @@ struct TrainState {
 
 /// The parameters `values` (already in `session`'s device memory) named `names`, with
 /// the optimizer's state at zero and no update done. Names must be distinct and
-/// non-empty, values of a float dtype.
+/// non-empty, values of a float dtype. A parameter in one of `groups` gets the state of
+/// its group's settings (SGD keeps a momentum buffer only where momentum is not 0).
 TrainState make_train_state(Session& session, const std::vector<std::string>& names,
-                            std::vector<DeviceTensor> values, const OptimizerConfig& config);
+                            std::vector<DeviceTensor> values, const OptimizerConfig& config,
+                            const std::vector<ParamGroup>& groups = {});
 /// The same from host values, copied to the device.
 TrainState make_train_state(Session& session, const std::vector<Parameter>& params,
-                            const OptimizerConfig& config);
+                            const OptimizerConfig& config, const std::vector<ParamGroup>& groups = {});
 
 /// Replace parameter `name` by `value` (same dtype and shape, else a UserError); the
 /// optimizer state is kept.

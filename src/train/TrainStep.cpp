@@ -26,7 +26,7 @@ struct TrainStep::Program {
   enum class Source { Param, Batch, State, Lr, Step };
   struct Slot {
     Source source;
-    size_t index = 0; // parameter or batch index
+    size_t index = 0; // parameter, batch or (learning rate) group index
     size_t slot = 0;  // state slot
   };
   graph::Graph graph;
@@ -42,7 +42,7 @@ namespace {
 std::unique_ptr<TrainStep::Program> build_program(Session& session, graph::Graph g, graph::ValueId loss,
                                                   const std::vector<std::string>& param_names,
                                                   std::vector<graph::ValueId> gradients,
-                                                  const OptimizerConfig& config,
+                                                  const GroupAssignment& groups,
                                                   const TrainStepOptions& options, bool first_update) {
   using Source = TrainStep::Program::Source;
   auto p = std::make_unique<TrainStep::Program>();
@@ -70,18 +70,26 @@ std::unique_ptr<TrainStep::Program> build_program(Session& session, graph::Graph
   if (gradients.empty())
     gradients = graph::append_gradients(g, loss, params);
 
-  // The per-step scalars and the optimizer state, as graph inputs.
-  StepScalars scalars;
-  scalars.lr = g.add_input("train__lr", ops::TensorSpec{DType::F64, {}});
-  p->inputs.push_back({Source::Lr, 0, 0});
-  if (config.kind != OptimizerKind::Sgd) {
-    scalars.step = g.add_input("train__step", ops::TensorSpec{DType::I64, {}});
+  // The per-step scalars (a learning rate per parameter group) and the optimizer state,
+  // as graph inputs.
+  std::vector<StepScalars> scalars(groups.configs.size());
+  graph::ValueId step = -1;
+  if (groups.configs[0].kind != OptimizerKind::Sgd) {
+    step = g.add_input("train__step", ops::TensorSpec{DType::I64, {}});
     p->inputs.push_back({Source::Step, 0, 0});
   }
-  const std::vector<std::string> slots = config.state_names();
-  const bool state_given = !(first_update && config.first_update_differs());
+  for (size_t k = 0; k < groups.configs.size(); ++k) {
+    scalars[k].step = step;
+    if (!groups.used(k))
+      continue;
+    scalars[k].lr = g.add_input(k == 0 ? std::string("train__lr") : fmt::format("train__lr_group{}", k - 1),
+                                ops::TensorSpec{DType::F64, {}});
+    p->inputs.push_back({Source::Lr, k, 0});
+  }
   std::vector<std::vector<graph::ValueId>> state(params.size());
-  for (size_t i = 0; i < params.size(); ++i)
+  for (size_t i = 0; i < params.size(); ++i) {
+    const std::vector<std::string> slots = groups.of(i).state_names();
+    const bool state_given = !(first_update && groups.of(i).first_update_differs());
     for (size_t k = 0; k < slots.size(); ++k) {
       if (!state_given) {
         state[i].push_back(-1); // not read: the first update starts the state
@@ -90,6 +98,7 @@ std::unique_ptr<TrainStep::Program> build_program(Session& session, graph::Graph
       state[i].push_back(g.add_input(fmt::format("{}__{}", param_names[i], slots[k]), g.value(params[i]).type));
       p->inputs.push_back({Source::State, i, k});
     }
+  }
 
   std::vector<graph::ValueId> applied = gradients;
   graph::ValueId norm = -1;
@@ -108,7 +117,8 @@ std::unique_ptr<TrainStep::Program> build_program(Session& session, graph::Graph
 
   std::vector<graph::ValueId> new_params, new_state;
   for (size_t i = 0; i < params.size(); ++i) {
-    const Update u = append_update(g, config, params[i], applied[i], state[i], scalars, first_update, where);
+    const Update u = append_update(g, groups.of(i), params[i], applied[i], state[i], scalars[groups.group[i]],
+                                   first_update, where);
     new_params.push_back(u.param);
     new_state.insert(new_state.end(), u.state.begin(), u.state.end());
   }
@@ -145,6 +155,7 @@ TrainStep::TrainStep(Session& session, graph::Graph forward, graph::ValueId loss
     throw UserError(fmt::format("{}: error: clip_norm must be above 0, got {}", where, *options_.clip_norm));
   if (param_names_.empty())
     throw UserError(fmt::format("{}: error: a training step needs at least one parameter", where));
+  groups_ = assign_groups(param_names_, config_, options_.param_groups, where);
   UT_INTERNAL_ASSERT(loss >= 0 && static_cast<size_t>(loss) < forward.values().size(), "unknown loss value");
   const ops::TensorSpec& loss_type = forward.value(loss).type;
   if (!is_float(loss_type.dtype) || shape_numel(loss_type.shape) != 1)
@@ -180,9 +191,12 @@ TrainStep::TrainStep(Session& session, graph::Graph forward, graph::ValueId loss
                                     param_names_[i], type_text(t), type_text(param_types_[i])));
     }
   }
-  if (config_.first_update_differs())
-    first_ = build_program(session, forward, loss, param_names_, gradients, config_, options_, true);
-  every_ = build_program(session, std::move(forward), loss, param_names_, std::move(gradients), config_,
+  bool first_differs = false;
+  for (const OptimizerConfig& c : groups_.configs)
+    first_differs = first_differs || c.first_update_differs();
+  if (first_differs)
+    first_ = build_program(session, forward, loss, param_names_, gradients, groups_, options_, true);
+  every_ = build_program(session, std::move(forward), loss, param_names_, std::move(gradients), groups_,
                          options_, false);
 }
 
@@ -208,7 +222,6 @@ double TrainStep::run(TrainState& state, const std::vector<DeviceTensor>& batch)
   if (state.names.size() != param_names_.size())
     throw UserError(fmt::format("{}: error: the state has {} parameters but the step trains {}", where,
                                 state.names.size(), param_names_.size()));
-  const size_t slots = config_.state_names().size();
   std::vector<size_t> at(param_names_.size());
   for (size_t i = 0; i < param_names_.size(); ++i) {
     at[i] = state.index_of(param_names_[i]);
@@ -217,10 +230,11 @@ double TrainStep::run(TrainState& state, const std::vector<DeviceTensor>& batch)
       throw UserError(fmt::format("{}: error: parameter '{}' is {}{} in the state but {} in the graph", where,
                                   param_names_[i], dtype_name(t.dtype), shape_string(t.shape),
                                   type_text(param_types_[i])));
+    const size_t slots = groups_.of(i).state_names().size();
     if (state.optimizer_state[at[i]].size() != slots)
       throw UserError(fmt::format("{}: error: parameter '{}' has {} optimizer state tensors, {} needs {}", where,
-                                  param_names_[i], state.optimizer_state[at[i]].size(), config_.op_name(),
-                                  slots));
+                                  param_names_[i], state.optimizer_state[at[i]].size(),
+                                  groups_.of(i).describe(), slots));
   }
   if (batch.size() != batch_types_.size())
     throw UserError(fmt::format("{}: error: the step takes {} batch tensors, got {}", where, batch_types_.size(),
@@ -232,10 +246,15 @@ double TrainStep::run(TrainState& state, const std::vector<DeviceTensor>& batch)
                                   type_text(batch_types_[j])));
 
   Program& p = state.step == 0 && first_ ? *first_ : *every_;
-  Tensor lr = Tensor::zeros(DType::F64, {}), step = Tensor::zeros(DType::I64, {});
-  lr.set(0, config_.lr.at(state.step));
+  std::vector<DeviceTensor> lr_device;
+  for (const OptimizerConfig& c : groups_.configs) {
+    Tensor lr = Tensor::zeros(DType::F64, {});
+    lr.set(0, c.lr.at(state.step));
+    lr_device.push_back(upload(*session_, lr));
+  }
+  Tensor step = Tensor::zeros(DType::I64, {});
   step.set(0, static_cast<double>(state.step + 1));
-  const DeviceTensor lr_device = upload(*session_, lr), step_device = upload(*session_, step);
+  const DeviceTensor step_device = upload(*session_, step);
   std::vector<DeviceTensor> inputs;
   for (const Program::Slot& s : p.inputs) {
     switch (s.source) {
@@ -249,7 +268,7 @@ double TrainStep::run(TrainState& state, const std::vector<DeviceTensor>& batch)
       inputs.push_back(state.optimizer_state[at[s.index]][s.slot]);
       break;
     case Program::Source::Lr:
-      inputs.push_back(lr_device);
+      inputs.push_back(lr_device[s.index]);
       break;
     case Program::Source::Step:
       inputs.push_back(step_device);
@@ -258,14 +277,17 @@ double TrainStep::run(TrainState& state, const std::vector<DeviceTensor>& batch)
   }
   std::vector<DeviceTensor> out = p.executor->run(inputs);
   const size_t n = param_names_.size();
-  UT_INTERNAL_ASSERT(out.size() == 1 + n + n * slots + (p.has_norm ? 1 : 0) + (p.has_gradients ? n : 0),
+  size_t slots = 0;
+  for (size_t i = 0; i < n; ++i)
+    slots += groups_.of(i).state_names().size();
+  UT_INTERNAL_ASSERT(out.size() == 1 + n + slots + (p.has_norm ? 1 : 0) + (p.has_gradients ? n : 0),
                      "training step output count");
   const double loss = download(*session_, out[0]).get(0);
   size_t k = 1;
   for (size_t i = 0; i < n; ++i)
     state.params[at[i]] = std::move(out[k++]);
   for (size_t i = 0; i < n; ++i)
-    for (size_t s = 0; s < slots; ++s)
+    for (size_t s = 0; s < groups_.of(i).state_names().size(); ++s)
       state.optimizer_state[at[i]][s] = std::move(out[k++]);
   grad_norm_.reset();
   if (p.has_norm)

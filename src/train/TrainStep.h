@@ -27,6 +27,10 @@ struct TrainStepOptions {
   bool keep_gradients = false;
   /// Where the caller built the forward graph, for messages about the step's own nodes.
   std::string where = "training step";
+  /// Parameters updated with settings of their own (torch.optim's param_groups); the
+  /// others use the step's OptimizerConfig. Each group's learning rate is a scalar input
+  /// of its own, so its schedule never recompiles either.
+  std::vector<ParamGroup> param_groups;
   /// How the graph executor partitions and plans the step (its kernels are named
   /// train_step_k0, ... unless `name` is changed from the default).
   graph::ExecutorOptions executor;
@@ -56,6 +60,8 @@ public:
   const std::vector<ops::TensorSpec>& batch_types() const { return batch_types_; }
   const std::vector<std::string>& param_names() const { return param_names_; }
   const OptimizerConfig& config() const { return config_; }
+  /// The settings of every parameter (param_names() order) and group.
+  const GroupAssignment& groups() const { return groups_; }
   /// The last run's gradients, param_names() order (keep_gradients only, else UserError).
   const std::vector<DeviceTensor>& gradients() const;
   /// The last run's global gradient norm before clipping (clip_norm only).
@@ -71,6 +77,7 @@ private:
   std::vector<ops::TensorSpec> param_types_, batch_types_;
   OptimizerConfig config_;
   TrainStepOptions options_;
+  GroupAssignment groups_;
   std::unique_ptr<Program> every_, first_; // first_: only when the first update differs
   std::vector<DeviceTensor> gradients_;
   std::optional<double> grad_norm_;

@@ -110,13 +110,13 @@ def test_numpy_functions_on_traced_tensors_name_the_tl_function():
         f(np.ones(3, np.float32))
 
 
-def test_advanced_indexing_is_refused_with_a_reason():
+def test_boolean_mask_index_is_refused_with_a_reason():
     @tl.kernel
-    def f(x, i):
-        return x[i]  # ADVANCED
+    def f(x, m):
+        return x[m]  # MASK
 
-    with pytest.raises(tl.Error, match=located("ADVANCED") + r".*advanced indexing"):
-        f(np.ones(3, np.float32), np.zeros(2, np.int64))
+    with pytest.raises(tl.Error, match=located("MASK") + r".*boolean mask.*known only from the data.*tl\.where"):
+        f(np.ones(3, np.float32), np.zeros(3, np.bool_))
 
 
 def test_index_out_of_range_points_at_the_line():

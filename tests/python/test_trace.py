@@ -6,6 +6,7 @@ import pytest
 import unitile as tl
 
 import founding_example
+from conftest import RUN_DEVICES
 
 
 def softmax(x, axis=-1):
@@ -22,6 +23,13 @@ def test_founding_example_runs_as_written(device, rng):
     out = founding_example.attention(q, k, v, device=device)
     assert isinstance(out, np.ndarray) and out.shape == (16, 8) and out.dtype == np.float32
     np.testing.assert_allclose(out, attention_reference(q, k, v), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("device", [d for d in tl.devices() if d not in RUN_DEVICES])
+def test_founding_example_runs_on_the_other_devices(device, rng):
+    # The devices the rest of the suite skips for time (the qemu-run cross CPUs, a GPU
+    # where there is one): the founding example alone, so it runs on every device listed.
+    test_founding_example_runs_as_written(device, rng)
 
 
 def test_founding_example_is_one_kernel_with_source_and_schedule(rng):

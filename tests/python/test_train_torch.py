@@ -116,3 +116,84 @@ def test_a_schedule_never_recompiles_and_shapes_do():
     assert step.lr == pytest.approx(1e-2)
     step.step(x[:3], y[:3])  # another batch shape: a second program, the same state
     assert len(step._programs) == 2 and step.step_count == 3
+
+
+# Parameter groups: (tl optimizer, torch optimizer over the groups, schedule or None).
+# The torch groups list the parameters by key; the default group is the first.
+def _torch_groups(params, groups):
+    grouped = set(k for g in groups for k in g["params"])
+    out = [{"params": [params[k] for k in params if k not in grouped]}]
+    for g in groups:
+        out.append({**{k: v for k, v in g.items() if k != "params"}, "params": [params[k] for k in g["params"]]})
+    return out
+
+
+BIASES = ["l1.b", "l2.b"]
+GROUP_CONFIGS = {
+    # GPT-style: no decay on biases; the output layer with its own rate (a number scaling
+    # the schedule, as torch's LambdaLR scales each group's rate) and betas.
+    "adamw_no_decay_on_biases": (
+        lambda: tl.optim.AdamW(tl.optim.WarmupCosine(3e-2, 2, 4, 3e-3), weight_decay=0.1, param_groups=[
+            {"params": lambda k: k.endswith(".b"), "weight_decay": 0.0},
+            {"params": ["l2.w"], "lr": 1e-2, "betas": (0.8, 0.99)}]),
+        lambda ps: torch.optim.AdamW(_torch_groups(ps, [{"params": BIASES, "weight_decay": 0.0},
+                                                        {"params": ["l2.w"], "lr": 1e-2, "betas": (0.8, 0.99)}]),
+                                     lr=3e-2, weight_decay=0.1, foreach=False),
+        tl.optim.WarmupCosine(3e-2, 2, 4, 3e-3)),
+    # Momentum with dampening for the weights (a first update of its own), plain SGD at
+    # another rate for the biases (no momentum buffer at all).
+    "sgd_momentum_groups": (
+        lambda: tl.optim.SGD(0.05, momentum=0.9, dampening=0.2, weight_decay=1e-3, param_groups=[
+            {"params": BIASES, "momentum": 0.0, "lr": 0.1, "weight_decay": 0.0}]),
+        lambda ps: torch.optim.SGD(_torch_groups(ps, [{"params": BIASES, "momentum": 0.0, "lr": 0.1,
+                                                       "weight_decay": 0.0}]),
+                                   lr=0.05, momentum=0.9, dampening=0.2, weight_decay=1e-3, foreach=False),
+        None),
+    "adam_groups": (
+        lambda: tl.optim.Adam(1e-2, param_groups=[{"params": ["l2.w", "l2.b"], "weight_decay": 0.05, "eps": 1e-6}]),
+        lambda ps: torch.optim.Adam(_torch_groups(ps, [{"params": ["l2.w", "l2.b"], "weight_decay": 0.05,
+                                                        "eps": 1e-6}]), lr=1e-2, foreach=False),
+        None),
+}
+GROUP_CASES = [(c, np.float64) for c in GROUP_CONFIGS] + [("adamw_no_decay_on_biases", np.float32)]
+
+
+@pytest.mark.parametrize("config,dtype", GROUP_CASES, ids=[f"{c}-{np.dtype(d).name}" for c, d in GROUP_CASES])
+def test_parameter_groups_match_torch_param_groups(config, dtype):
+    make_tl, make_torch, schedule = GROUP_CONFIGS[config]
+    tdt = torch.float64 if dtype == np.float64 else torch.float32
+    params = {k: torch.nn.Parameter(torch.tensor(v, dtype=tdt)) for k, v in initial(dtype).items()}
+    opt = make_torch(params)
+    sched = None
+    if schedule is not None:
+        sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: schedule(s) / 3e-2)
+    step = tl.TrainStep(mlp_loss, initial(dtype), make_tl(), device="cpu")
+    # f64: the same formulas in the same order; f32: rounding of the two libraries (Adam's
+    # normalized steps carry it into elements near 0: absolute 1e-5 of parameters ~1).
+    rtol, atol = (1e-10, 1e-12) if dtype == np.float64 else (1e-5, 1e-5)
+    for s, (x, y) in enumerate(batches(dtype)):
+        opt.zero_grad()
+        want = torch_loss(params, torch.tensor(x), torch.tensor(y))
+        want.backward()
+        opt.step()
+        if sched is not None:
+            sched.step()
+        assert step.step(x, y) == pytest.approx(want.item(), rel=rtol), f"step {s}"
+    for k, v in step.params.items():
+        np.testing.assert_allclose(v, params[k].detach().numpy(), rtol=rtol, atol=atol, err_msg=k)
+
+
+def test_parameter_groups_are_checked():
+    with pytest.raises(tl.Error, match=r"param_groups\[0\]: AdamW has no setting momentum"):
+        tl.optim.AdamW(param_groups=[{"params": ["l1.b"], "momentum": 0.9}])
+    with pytest.raises(tl.Error, match=r"param_groups\[0\] must be a dict with 'params'"):
+        tl.optim.SGD(0.1, param_groups=[{"lr": 0.1}])
+    with pytest.raises(tl.Error, match="betas must be in"):
+        tl.optim.Adam(param_groups=[{"params": ["l1.b"], "betas": (0.9, 2.0)}])
+    opt = tl.optim.AdamW(param_groups=[{"params": ["l1.b", "nope"], "weight_decay": 0.0}])
+    with pytest.raises(tl.Error, match="param_groups\\[0\\] names nope, which is not a parameter"):
+        tl.TrainStep(mlp_loss, initial(np.float64), opt)
+    opt = tl.optim.AdamW(param_groups=[{"params": ["l1.b"], "weight_decay": 0.0}, {"params": ["l1.b"]}])
+    with pytest.raises(tl.Error, match=r"parameter 'l1.b' is in param_groups\[0\] and param_groups\[1\]"):
+        tl.TrainStep(mlp_loss, initial(np.float64), opt)
+    assert opt.param_groups[0] == {"params": ["l1.b"], "weight_decay": 0.0}

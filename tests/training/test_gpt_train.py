@@ -62,6 +62,28 @@ def test_ten_adamw_steps_match_pytorch(corpus):
         assert relative_max_diff(final_ours[name], final_theirs[name]) <= 1e-3, name
 
 
+def test_no_weight_decay_on_biases_and_layernorm_matches_pytorch_param_groups(corpus):
+    """GPT-2's grouping: the 1-D parameters (biases, LayerNorm scales) in an AdamW param
+    group without weight decay. The decay is strong enough (0.5) that ignoring the group
+    would move the LayerNorm scales by ~1e-2 in 5 steps, far beyond the tolerance."""
+    tok, tokens = corpus
+    cfg = model.Config(vocab=tok.vocab_size, **TINY)
+    params = model.init_params(cfg, 0)
+    no_decay = model.one_dimensional(params)
+    assert "h.0.ln_1.weight" in no_decay and "h.0.attn.c_attn.bias" in no_decay and "wte" not in no_decay
+    ours = tl.TrainStep(lambda p, x, y: model.loss(p, x, y, cfg), params,
+                        tl.optim.AdamW(lr=LR, weight_decay=0.5,
+                                       param_groups=[{"params": no_decay, "weight_decay": 0.0}]), device="cpu")
+    theirs = torch_gpt.Trainer(cfg, params, lr=LR, weight_decay=0.5, no_decay=no_decay)
+    for s in range(5):
+        x, y = data.batch(tokens, s, 0, BATCH, cfg.seq)
+        got, want = ours.step(x, y), theirs.step(x, y)
+        assert abs(got - want) <= 1e-4 * abs(want), f"step {s}: unitile {got}, torch {want}"
+    final_ours, final_theirs = ours.params, theirs.model.numpy_params()
+    for name in final_theirs:
+        assert relative_max_diff(final_ours[name], final_theirs[name]) <= 1e-3, name
+
+
 def test_train_script_prints_losses_and_round_trips_parameters(tmp_path):
     script = os.path.join(os.path.dirname(data.__file__), "train.py")
     flags = ["--layers", "1", "--d-model", "16", "--heads", "2", "--seq", "8", "--batch", "2", "--vocab", "80"]

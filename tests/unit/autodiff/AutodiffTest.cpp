@@ -48,6 +48,30 @@ TEST(Autodiff, ContractionIsDerivedSoftmaxUsesItsRegisteredGradient) {
   EXPECT_THAT(graph_kernel(g, "grads").text, HasSubstr("+= "));
 }
 
+TEST(Autodiff, GradientOfAGradientDifferentiatesTheVjpNodes) {
+  // loss2 = sum(dloss/dA ^ 2) for loss = sum(tanh(A @ B)): the second pass meets the
+  // first pass's vjp nodes (matmul's, whose dA does not read A) and differentiates them.
+  Graph g;
+  const ValueId a = g.add_input("A", f32({2, 3})), b = g.add_input("B", f32({3, 4}));
+  const ValueId t = g.add_node("tanh", {g.add_node("matmul", {a, b}, {}, "")[0]}, {}, "")[0];
+  const ValueId loss = g.add_node("reduce_sum", {t}, {{"keepdims", int64_t{0}}}, "")[0];
+  const std::vector<ValueId> first = append_gradients(g, loss, {a});
+  const ValueId loss2 =
+      g.add_node("reduce_sum", {g.add_node("mul", {first[0], first[0]}, {}, "")[0]},
+                 {{"keepdims", int64_t{0}}}, "")[0];
+  const size_t before = g.nodes().size();
+  const std::vector<ValueId> second = append_gradients(g, loss2, {a, b});
+  bool vjp_of_vjp = false;
+  for (size_t i = before; i < g.nodes().size(); ++i)
+    vjp_of_vjp = vjp_of_vjp || (g.nodes()[i].op == "vjp" &&
+                                std::get<std::string>(g.nodes()[i].attrs.at("op")) == "vjp");
+  EXPECT_TRUE(vjp_of_vjp);
+  EXPECT_EQ(g.value(second[0]).type, f32({2, 3}));
+  EXPECT_EQ(g.value(second[1]).type, f32({3, 4}));
+  g.set_outputs(second);
+  EXPECT_NO_THROW(graph_kernel(g, "second"));
+}
+
 TEST(Autodiff, ValueUsedTwiceGetsTheSumAndAnUnusedInputZeros) {
   Graph g;
   const ValueId x = g.add_input("X", f32({3})), w = g.add_input("W", f32({3}));

@@ -260,6 +260,69 @@ TEST(CPrinter, VectorizedLoopWithExpUsesTheLaneWiseHelper) {
   EXPECT_THAT(generate_source(p64, test_hcd()).code, HasSubstr("exp(A[i])"));
 }
 
+// A vectorized row sum: acc[l] += X[v*16 + l] over v, then acc[0] += acc[l] over the
+// lanes in a serial loop, Y = acc[0].
+LoopProgram vector_row_sum(int64_t step_lanes = 16) {
+  Stmt init = loop("l", 0, 16, ForKind::Vectorized, store("acc", {v("l")}, float_imm(0)));
+  Stmt step =
+      loop("c", 0, 4, ForKind::Serial,
+           loop("l", 0, step_lanes, ForKind::Vectorized,
+                store("acc", {v("l")},
+                      add(ld("acc", {v("l")}), ld("X", {add(mul(v("c"), i64(16)), v("l"))})))));
+  Stmt sum = loop("l", 1, 15, ForKind::Serial,
+                  store("acc", {i64(0)}, add(ld("acc", {i64(0)}), ld("acc", {v("l")}))));
+  Stmt body = allocate("acc", DType::F32, {16}, MemScope::Register,
+                       block({init, step, sum, store("Y", {i64(0)}, ld("acc", {i64(0)}))}));
+  return program(
+      {{"X", DType::F32, {64}, TensorRole::Input}, {"Y", DType::F32, {1}, TensorRole::Output}},
+      body);
+}
+
+TEST(CPrinter, ReductionRegisterTileWithScalarLaneSum) {
+  // c dialect: the final sum reads single lanes, so the accumulator stays a plain array
+  // (GCC keeps it in registers anyway).
+  std::string c = generate_source(vector_row_sum(), test_hcd()).code;
+  EXPECT_THAT(c, HasSubstr("float acc[16];"));
+  EXPECT_THAT(c, HasSubstr("ut_v8f32_store(&acc[l], (ut_v8f32_load(&acc[l]) + ut_v8f32_load(&X["));
+  EXPECT_EQ(compile_errors(c), "");
+  // opencl dialect: an array of vectors, the lane sum through a pointer to its elements.
+  hcd::Hcd h = test_hcd();
+  h.dialect = "opencl";
+  std::string cl = generate_source(vector_row_sum(), h).code;
+  EXPECT_THAT(cl, HasSubstr("ut_v8f32 acc[2];"));
+  EXPECT_THAT(cl, HasSubstr("acc[(l) / 8] = (acc[(l) / 8] + ut_v8f32_load(&X["));
+  EXPECT_THAT(cl, HasSubstr("((float*)acc)[0] = ((float*)acc)[0] + ((float*)acc)[l];"));
+  // A vector loop of 12 lanes is not whole vectors of 8: the tile stays a plain array.
+  EXPECT_THAT(generate_source(vector_row_sum(12), h).code, HasSubstr("float acc[16];"));
+}
+
+TEST(CPrinter, OpenCLDialectPrintsOpenCLVectorTypes) {
+  // Same Loop IR, opencl dialect: floatN typedefs, vloadN/vstoreN, select, convert_intN.
+  hcd::Hcd h = test_hcd();
+  h.dialect = "opencl";
+  std::string cl = generate_source(vector_row_sum(), h).code;
+  EXPECT_THAT(cl, HasSubstr("typedef float8 ut_v8f32;"));
+  EXPECT_THAT(cl, HasSubstr("#define ut_v8f32_load(p) vload8(0, p)"));
+  EXPECT_THAT(cl, HasSubstr("#define ut_v8f32_store(p, v) vstore8(v, 0, p)"));
+  EXPECT_THAT(cl, HasSubstr("return select(b, a, m);"));
+  EXPECT_THAT(cl, HasSubstr("ut_v8f32 acc[2];"));
+  EXPECT_THAT(cl, Not(HasSubstr("__builtin_convertvector")));
+  EXPECT_THAT(cl, Not(HasSubstr("vector_size")));
+  Stmt body = loop(
+      "i", 0, 16, ForKind::Vectorized,
+      store("Y", {v("i")}, call(MathFn::Exp, {cast(DType::F32, ld("K", {v("i")}, DType::I32))})));
+  LoopProgram p = program(
+      {{"K", DType::I32, {16}, TensorRole::Input}, {"Y", DType::F32, {16}, TensorRole::Output}},
+      body);
+  std::string e = generate_source(p, h).code;
+  EXPECT_THAT(e, HasSubstr("ut_v8f32_exp(convert_float8(ut_v8i32_load(&K[i])))"));
+  EXPECT_THAT(e, HasSubstr("ut_v8i32 k = convert_int8(n);"));
+  EXPECT_THAT(e, HasSubstr("as_float8(((k1 + 127) << 23))"));
+  // OpenCL C has no vectors wider than 16 lanes: a 1024-bit HCD prints scalar loops.
+  h.vector_bits = 1024;
+  EXPECT_THAT(generate_source(p, h).code, Not(HasSubstr("ut_v32f32")));
+}
+
 TEST(CPrinter, VectorizedLoopReadingItsOwnOutputElsewhereStaysScalar) {
   // Y[i] = Y[0] + 1 would read lane 0 after the scalar loop wrote it: not vectorizable.
   Stmt body = loop("i", 0, 16, ForKind::Vectorized,

@@ -72,6 +72,7 @@ struct HostTraining {
   OptimizerConfig config;
   std::optional<double> clip;
   int64_t step = 0;
+  std::vector<OptimizerConfig> per_param; // parameter groups: each parameter's settings
 
   double loss_and_grads(std::vector<std::vector<double>>& grads) const {
     const std::vector<double>& w = params[0];
@@ -106,10 +107,11 @@ struct HostTraining {
         for (double& v : g)
           v *= coef;
     }
-    const double lr = config.lr.at(step);
     const double t = static_cast<double>(step + 1);
     for (size_t i = 0; i < params.size(); ++i)
       for (size_t e = 0; e < params[i].size(); ++e) {
+        const OptimizerConfig& config = per_param.empty() ? this->config : per_param[i];
+        const double lr = config.lr.at(step);
         double& p = params[i][e];
         double g = grads[i][e];
         if (config.kind == OptimizerKind::Sgd) {
@@ -152,16 +154,23 @@ protected:
 
   // Trains `steps` updates on the device and on the host and compares losses, parameters
   // and optimizer state after each.
-  void train_and_compare(const OptimizerConfig& config, std::optional<double> clip, int steps) {
+  // With `b_config`, the bias b is a parameter group of its own with these settings.
+  void train_and_compare(const OptimizerConfig& config, std::optional<double> clip, int steps,
+                         std::optional<OptimizerConfig> b_config = std::nullopt) {
     LinearModel model;
     TrainStepOptions options;
     options.clip_norm = clip;
+    if (b_config)
+      options.param_groups.push_back({{"b"}, *b_config});
     TrainStep step(session_, model.g, model.loss, {"W", "b"}, config, options, model.grads);
-    TrainState state = make_train_state(session_, {{"W", w_}, {"b", b_}}, config);
-    HostTraining host{values(x_), values(y_), {values(w_), values(b_)}, {}, config, clip, 0};
-    for (const auto& p : host.params)
-      host.state.push_back(std::vector<std::vector<double>>(config.state_names().size(),
-                                                            std::vector<double>(p.size(), 0.0)));
+    TrainState state = make_train_state(session_, {{"W", w_}, {"b", b_}}, config, options.param_groups);
+    HostTraining host{values(x_), values(y_), {values(w_), values(b_)}, {}, config, clip, 0, {}};
+    if (b_config)
+      host.per_param = {config, *b_config};
+    for (size_t i = 0; i < host.params.size(); ++i)
+      host.state.push_back(std::vector<std::vector<double>>(
+          (host.per_param.empty() ? config : host.per_param[i]).state_names().size(),
+          std::vector<double>(host.params[i].size(), 0.0)));
     const std::vector<DeviceTensor> batch{upload(session_, x_), upload(session_, y_)};
     for (int s = 0; s < steps; ++s) {
       const double want = host.update();
@@ -201,6 +210,52 @@ TEST_F(TrainStepTest, AdamWithL2AndClipping) {
 
 TEST_F(TrainStepTest, AdamWDecoupledUnderWarmupCosine) {
   train_and_compare(OptimizerConfig::adamw(LrSchedule::warmup_cosine(0.1, 2, 6, 0.01)), std::nullopt, 7);
+}
+
+TEST_F(TrainStepTest, ParameterGroupsHaveTheirOwnSettingsAndSchedules) {
+  // The bias without weight decay and with its own rate and betas (as GPT training
+  // leaves biases and LayerNorm scales undecayed).
+  train_and_compare(OptimizerConfig::adamw(LrSchedule::warmup_cosine(0.1, 2, 6, 0.01), 0.9, 0.999, 1e-8, 0.1),
+                    0.5, 5, OptimizerConfig::adamw(LrSchedule::constant(0.03), 0.8, 0.99, 1e-8, 0.0));
+  // SGD groups keep different state: momentum with dampening (a first graph of its own)
+  // for W, none for b.
+  train_and_compare(OptimizerConfig::sgd(LrSchedule::constant(0.1), 0.9, 0.01, false, 0.2), std::nullopt, 4,
+                    OptimizerConfig::sgd(LrSchedule::warmup_cosine(0.2, 1, 3), 0.0, 0.0));
+  train_and_compare(OptimizerConfig::adam(LrSchedule::constant(0.05)), std::nullopt, 3,
+                    OptimizerConfig::adam(LrSchedule::constant(0.01), 0.5, 0.9, 1e-6, 0.2));
+}
+
+TEST_F(TrainStepTest, BadParameterGroupsAreUserErrors) {
+  LinearModel model;
+  const OptimizerConfig config = OptimizerConfig::adamw(LrSchedule::constant(0.1));
+  auto message = [&](std::vector<ParamGroup> groups) {
+    TrainStepOptions options;
+    options.param_groups = std::move(groups);
+    try {
+      TrainStep(session_, model.g, model.loss, {"W", "b"}, config, options, model.grads);
+    } catch (const UserError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_THAT(message({{{"c"}, config}}), HasSubstr("parameter group 0 names 'c', which is not a parameter"));
+  EXPECT_THAT(message({{{"b"}, config}, {{"W", "b"}, config}}),
+              HasSubstr("parameter 'b' is in parameter groups 0 and 1"));
+  EXPECT_THAT(message({{{"b"}, OptimizerConfig::sgd(LrSchedule::constant(0.1))}}),
+              HasSubstr("parameter group 0 uses sgd but the optimizer is adamw"));
+  // A state made without the groups has the wrong state tensors for them.
+  const OptimizerConfig sgd = OptimizerConfig::sgd(LrSchedule::constant(0.1), 0.9);
+  TrainStepOptions options;
+  options.param_groups = {{{"b"}, OptimizerConfig::sgd(LrSchedule::constant(0.1))}};
+  TrainStep step(session_, model.g, model.loss, {"W", "b"}, sgd, options, model.grads);
+  TrainState state = make_train_state(session_, {{"W", w_}, {"b", b_}}, sgd);
+  try {
+    step.run(state, {upload(session_, x_), upload(session_, y_)});
+    ADD_FAILURE() << "no error";
+  } catch (const UserError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("parameter 'b' has 1 optimizer state tensors"));
+  }
+  EXPECT_EQ(state.step, 0);
 }
 
 TEST_F(TrainStepTest, DerivedGradientsEqualTheHandWrittenOnes) {
@@ -252,7 +307,7 @@ TEST_F(TrainStepTest, KeepsGradientsAndTheNormBeforeClipping) {
   TrainState state = make_train_state(session_, {{"W", w_}, {"b", b_}}, config);
   EXPECT_THAT([&] { step.gradients(); }, ::testing::Throws<UserError>());
   step.run(state, {upload(session_, x_), upload(session_, y_)});
-  HostTraining host{values(x_), values(y_), {values(w_), values(b_)}, {}, config, {}, 0};
+  HostTraining host{values(x_), values(y_), {values(w_), values(b_)}, {}, config, {}, 0, {}};
   std::vector<std::vector<double>> want;
   host.loss_and_grads(want);
   double sq = 0;
