@@ -18,6 +18,7 @@
 #include "schedule/ApplySchedule.h"
 #include "schedule/AutoSchedule.h"
 #include "schedule/Lower.h"
+#include "schedule/SimplifyIndices.h"
 
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>
@@ -64,8 +65,8 @@ int run(int argc, char** argv) {
   std::vector<std::string> shapes;
   bool loop_input = false;
   app.add_option("input", input, "a .ut (Kernel IR) or, with --loop, a Loop IR file")->required();
-  app.add_option("--pass", pass, "pass to run: lower, schedule, auto")
-      ->check(CLI::IsMember({"lower", "schedule", "auto"}));
+  app.add_option("--pass", pass, "pass to run: lower, schedule, auto, simplify-indices (Kernel IR out)")
+      ->check(CLI::IsMember({"lower", "schedule", "auto", "simplify-indices"}));
   app.add_option("--schedule", schedule_text, "with --pass=schedule: schedule text instead of the kernel's block");
   app.add_option("--shape", shapes, "shape bindings NAME=VALUE[,NAME=VALUE...]");
   app.add_option("--kernel", kernel_name, "only this kernel");
@@ -103,6 +104,10 @@ int run(int argc, char** argv) {
   for (const auto& k : m.kernels) {
     if (!kernel_name.empty() && k.name != kernel_name) continue;
     ShapeBindings b = bind_shapes(k, {}, given);
+    if (pass == "simplify-indices") {
+      std::cout << to_string(simplify_indices(k, b)) << "\n";
+      continue;
+    }
     LoopProgram p;
     if (pass == "schedule") {
       std::optional<Schedule> s = schedule_text.empty()
@@ -111,10 +116,12 @@ int run(int argc, char** argv) {
       if (!s) throw UserError(fmt::format("{}: error: kernel '{}' has no schedule block", input, k.name));
       p = lower_scheduled(k, b, h, *s);
     } else if (pass == "auto") {
-      AutoSchedule a = auto_schedule(k, b, h);
+      // As a Session compiles: indices simplified, then the auto-scheduler.
+      const Kernel simple = simplify_indices(k, b);
+      AutoSchedule a = auto_schedule(simple, b, h);
       for (const std::string& r : a.reasons) std::cout << "# " << r << "\n";
       std::cout << "schedule {\n" << to_text(a.schedule) << "}\n";
-      p = lower_scheduled(k, b, h, a.schedule);
+      p = lower_scheduled(simple, b, h, a.schedule);
     } else {
       p = lower_to_loops(k, b, h);
     }

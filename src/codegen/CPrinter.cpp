@@ -1417,6 +1417,30 @@ private:
                          c->binary_op == BinaryOp::And ? "&" : "|",
                          vmask(c->operands[1], t, var, lanes));
     DType p = promote(c->operands[0]->type, c->operands[1]->type);
+    const std::optional<int64_t> slope_a = affine_coefficient(c->operands[0], var),
+                                 slope_b = affine_coefficient(c->operands[1], var);
+    if (is_integer(p) && slope_a && slope_b) {
+      // a OP b with a - b = d0 + slope*lane: lane 0's difference in int64, clamped into
+      // the mask lanes' range (the sign is all a comparison with 0 needs; |slope*lane|
+      // stays far below the clamp), plus each lane's offset.
+      const int64_t slope = *slope_a - *slope_b;
+      const std::string mt = helpers_.need_vector(m, lanes);
+      const std::string d0 = expr(::unitile::binary(BinaryOp::Sub, ::unitile::cast(DType::I64, c->operands[0]),
+                                         ::unitile::cast(DType::I64, c->operands[1])));
+      std::string offsets;
+      for (int k = 0; k < lanes; ++k)
+        offsets += fmt::format("{}{}", k ? ", " : "", slope * k);
+      const std::string ct(storage_type(m));
+      const std::string lim = fmt::format("(({}){})", storage_type(DType::I64),
+                                          dtype_bytes(m) == 8 ? "4611686018427387904" : "1073741824");
+      // A vector constant: `(type){a, b}` with GCC's extensions, `(type)(a, b)` in OpenCL C.
+      const std::string lane_offsets = d_.vector_syntax == VectorSyntax::OpenCL
+                                           ? fmt::format("({})({})", mt, offsets)
+                                           : fmt::format("({}){{{}}}", mt, offsets);
+      return fmt::format("({0}_splat(({1})(({2}) < -{3} ? -{3} : ({2}) > {3} ? {3} : ({2}))) + {4} {5} "
+                         "{0}_splat(0))",
+                         mt, ct, d0, lim, lane_offsets, binary_op_token(c->binary_op));
+    }
     return fmt::format("({} {} {})", vexpr(c->operands[0], p, var, lanes),
                        binary_op_token(c->binary_op), vexpr(c->operands[1], p, var, lanes));
   }

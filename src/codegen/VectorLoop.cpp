@@ -165,6 +165,10 @@ public:
       if (!is_comparison(c->binary_op))
         return false;
       DType p = promote(c->operands[0]->type, c->operands[1]->type);
+      // An integer comparison affine in the loop variable (a causal mask's `j <= i`):
+      // lane k compares (a - b at lane 0) + k*(slope), in mask-width integer lanes.
+      if (is_integer(p) && affine_coefficient(c->operands[0], var_) && affine_coefficient(c->operands[1], var_))
+        return true;
       return dtype_bytes(p) == dtype_bytes(lanes) && value(c->operands[0], p) &&
              value(c->operands[1], p);
     }

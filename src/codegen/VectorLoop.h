@@ -3,7 +3,8 @@
 // A vectorized loop qualifies when its body is one or more Stores that are unit-stride in
 // the loop variable, whose values read memory only unit-stride (a vector load) or
 // invariantly (a broadcast), and which use nothing but + - * / min max select and casts
-// on f32/f64/i32/i64 lanes. Anything else (math calls, gathers, guarded reads, narrow or
+// on f32/f64/i32/i64 lanes, lane-wise exp/sigmoid/tanh/erf of f32, and in select
+// conditions comparisons of integer indices affine in the loop variable (`j <= i`). Anything else (math calls, gathers, guarded reads, narrow or
 // 16-bit float types) is printed as a scalar loop: correctness first, and the host
 // compiler may still vectorize it.
 #pragma once

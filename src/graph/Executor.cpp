@@ -10,6 +10,7 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <map>
 #include <optional>
 #include <set>
 
@@ -29,14 +30,55 @@ Graph prepare_for_execution(const Graph& g) {
   return rw.finish(std::move(outs));
 }
 
+ValueId view_source(const Graph& g, const FusionGroup& group) {
+  // The port carrying the data, per reshaping op (the others only give a shape).
+  static const std::map<std::string, std::string> data_port = {
+      {"reshape", "X"},       {"flatten", "X"},       {"squeeze", "X"},       {"unsqueeze", "X"},
+      {"reshape_grad", "dY"}, {"flatten_grad", "dY"}, {"squeeze_grad", "dY"}, {"unsqueeze_grad", "dY"}};
+  if (group.outputs.size() != 1 || group.nodes.empty()) return -1;
+  const std::vector<ValueId>& returned = g.outputs();
+  if (std::find(returned.begin(), returned.end(), group.outputs[0]) != returned.end()) return -1;
+  ValueId source = -1, current = -1;
+  for (size_t n : group.nodes) {
+    const Node& node = g.nodes()[n];
+    auto port = data_port.find(node.op);
+    if (port == data_port.end() || node.outputs.size() != 1) return -1;
+    ValueId data = -1;
+    for (const auto& [name, v] : node.inputs)
+      if (name == port->second) data = v;
+    if (data < 0) return -1;
+    if (current < 0) {
+      if (std::find(group.inputs.begin(), group.inputs.end(), data) == group.inputs.end()) return -1;
+      source = data;
+    } else if (data != current) {
+      return -1; // not a chain
+    }
+    const Value& in = g.value(data);
+    const Value& out = g.value(node.outputs[0].second);
+    if (in.type.dtype != out.type.dtype || shape_numel(in.type.shape) != shape_numel(out.type.shape)) return -1;
+    current = node.outputs[0].second;
+  }
+  return current == group.outputs[0] ? source : -1;
+}
+
 GraphExecutor::GraphExecutor(Session& session, Graph g, ExecutorOptions opts)
     : session_(session), opts_(std::move(opts)), graph_(prepare_for_execution(g)) {
   if (graph_.outputs().empty()) throw UserError(fmt::format("error: graph {} returns nothing", opts_.name));
   partition_ = partition_graph(graph_, FusionOptions{opts_.fuse, opts_.max_group_nodes});
-  if (opts_.plan_memory) plan_ = plan_memory(graph_, partition_);
+  std::map<ValueId, ValueId> views;
+  for (const FusionGroup& group : partition_.groups)
+    if (ValueId source = view_source(graph_, group); source >= 0) views[group.outputs[0]] = source;
+  if (opts_.plan_memory) plan_ = plan_memory(graph_, partition_, views);
   for (size_t i = 0; i < partition_.groups.size(); ++i) {
     GroupKernel k;
-    k.source = graph_kernel(group_graph(graph_, partition_.groups[i]), fmt::format("{}_k{}", opts_.name, i));
+    const FusionGroup& group = partition_.groups[i];
+    if (auto it = views.find(group.outputs.front()); it != views.end() && group.outputs.size() == 1) {
+      k.view_of = it->second;
+      k.output_buffers.push_back(-1);
+      kernels_.push_back(std::move(k));
+      continue;
+    }
+    k.source = graph_kernel(group_graph(graph_, group), fmt::format("{}_k{}", opts_.name, i));
     k.compiled = session_.compile(k.source.kernel(), {});
     for (ValueId v : partition_.groups[i].outputs) k.output_buffers.push_back(plan_.buffer_of(v));
     kernels_.push_back(std::move(k));
@@ -61,6 +103,13 @@ std::vector<DeviceTensor> GraphExecutor::run(const std::vector<DeviceTensor>& in
   for (size_t gi = 0; gi < kernels_.size(); ++gi) {
     const FusionGroup& group = partition_.groups[gi];
     const GroupKernel& k = kernels_[gi];
+    if (k.view_of >= 0) {
+      const std::optional<DeviceTensor>& source = env[static_cast<size_t>(k.view_of)];
+      UT_INTERNAL_ASSERT(source.has_value(), "a view is taken before the value it shows was computed");
+      const ops::TensorSpec& type = graph_.value(group.outputs[0]).type;
+      env[static_cast<size_t>(group.outputs[0])] = DeviceTensor{type.dtype, type.shape, source->buffer};
+      continue;
+    }
     std::map<std::string, DeviceTensor> in, into;
     for (size_t i = 0; i < group.inputs.size(); ++i) {
       const std::optional<DeviceTensor>& t = env[static_cast<size_t>(group.inputs[i])];
@@ -82,6 +131,11 @@ std::vector<DeviceTensor> GraphExecutor::run(const std::vector<DeviceTensor>& in
   return result;
 }
 
+size_t GraphExecutor::kernel_count() const {
+  return static_cast<size_t>(
+      std::count_if(kernels_.begin(), kernels_.end(), [](const GroupKernel& k) { return k.compiled != nullptr; }));
+}
+
 std::string GraphExecutor::describe() const {
   const std::vector<size_t> order = partition_order(partition_);
   const std::vector<std::string> names = value_names(graph_, order);
@@ -90,8 +144,11 @@ std::string GraphExecutor::describe() const {
   po.comments_before = [&](size_t n) -> std::vector<std::string> {
     const int gi = partition_.group_of_node[n];
     if (gi < 0 || partition_.groups[static_cast<size_t>(gi)].nodes.front() != n) return {};
-    return describe_group(partition_, static_cast<size_t>(gi), kernels_[static_cast<size_t>(gi)].source.kernel().name,
-                          names);
+    const GroupKernel& k = kernels_[static_cast<size_t>(gi)];
+    if (k.view_of >= 0)
+      return {fmt::format("view (no kernel): {} shares the storage of {}", names[static_cast<size_t>(partition_.groups[static_cast<size_t>(gi)].outputs[0])],
+                          names[static_cast<size_t>(k.view_of)])};
+    return describe_group(partition_, static_cast<size_t>(gi), k.source.kernel().name, names);
   };
   if (opts_.plan_memory) po.trailer = describe_plan(plan_, names);
   return print_graph(graph_, opts_.name, po);

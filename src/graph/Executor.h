@@ -39,13 +39,17 @@ public:
   /// The graph after the passes (the one the partition indexes).
   const Graph& graph() const { return graph_; }
   const Partition& partition() const { return partition_; }
-  size_t kernel_count() const { return kernels_.size(); }
+  /// The kernels a run launches (groups that are views launch none).
+  size_t kernel_count() const;
 
 private:
   struct GroupKernel {
     GraphKernel source; // the group's kernel; inputs/outputs name the group's values in order
-    std::shared_ptr<const CompiledKernel> compiled;
+    std::shared_ptr<const CompiledKernel> compiled; // null for a view
     std::vector<int> output_buffers; // per group output: its planned buffer, or -1
+    /// A group of reshapes only (view_source() says which) runs no kernel: its output is
+    /// the value `view_of` (a group input) under a new shape, sharing its storage.
+    ValueId view_of = -1;
   };
 
   Session& session_;
@@ -61,5 +65,11 @@ private:
 /// dead code again, then a copy node for each output that is a graph input or returned
 /// twice (every output must be a fresh tensor the caller owns).
 Graph prepare_for_execution(const Graph& g);
+
+/// When every node of `group` only reshapes (reshape, flatten, squeeze, unsqueeze and
+/// their gradients: the same elements in the same order under another shape), each
+/// reshaping the previous one's result, and its one output is not returned by the graph:
+/// the group input whose storage that output can share. Otherwise -1.
+ValueId view_source(const Graph& g, const FusionGroup& group);
 
 } // namespace unitile::graph

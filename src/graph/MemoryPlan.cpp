@@ -20,20 +20,24 @@ int MemoryPlan::buffer_of(ValueId v) const {
   return -1;
 }
 
-MemoryPlan plan_memory(const Graph& g, const Partition& p) {
+MemoryPlan plan_memory(const Graph& g, const Partition& p, const std::map<ValueId, ValueId>& views) {
   MemoryPlan plan;
   const std::set<ValueId> returned(g.outputs().begin(), g.outputs().end());
+  auto storage_of = [&](ValueId v) {
+    for (auto it = views.find(v); it != views.end(); it = views.find(v)) v = it->second;
+    return v;
+  };
   // Lifetimes, in group positions.
   for (size_t gi = 0; gi < p.groups.size(); ++gi)
     for (ValueId v : p.groups[gi].outputs) {
-      if (returned.count(v)) continue;
+      if (returned.count(v) || views.count(v)) continue;
       PlannedValue pv;
       pv.value = v;
       pv.bytes = shape_numel(g.value(v).type.shape) * static_cast<size_t>(dtype_bytes(g.value(v).type.dtype));
       pv.first = pv.last = static_cast<int>(gi);
       for (size_t r = gi + 1; r < p.groups.size(); ++r)
-        if (std::find(p.groups[r].inputs.begin(), p.groups[r].inputs.end(), v) != p.groups[r].inputs.end())
-          pv.last = static_cast<int>(r);
+        for (ValueId in : p.groups[r].inputs)
+          if (storage_of(in) == v) pv.last = static_cast<int>(r);
       plan.values.push_back(pv);
       plan.no_reuse_bytes += pv.bytes;
     }

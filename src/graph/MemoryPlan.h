@@ -4,6 +4,7 @@
 
 #include "graph/Fusion.h"
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -33,7 +34,10 @@ struct MemoryPlan {
 /// from its group to the last group reading it; buffers are given greedily in group
 /// order, best fit first: the smallest free buffer that holds the value, else the largest
 /// free one grown to fit, else a new one.
-MemoryPlan plan_memory(const Graph& g, const Partition& p);
+/// `views` maps each value that a group without a kernel makes as a view of another
+/// (a reshape: same bytes, new shape; see GraphExecutor) to the value whose storage it
+/// shares: such values get no buffer, and their readers keep that storage alive.
+MemoryPlan plan_memory(const Graph& g, const Partition& p, const std::map<ValueId, ValueId>& views = {});
 
 /// The plan as comment lines: `%3 -> buf0 (64 B, kernels 0..2)`, then the totals.
 std::vector<std::string> describe_plan(const MemoryPlan& plan, const std::vector<std::string>& names);

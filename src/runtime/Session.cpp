@@ -10,6 +10,7 @@
 #include "runtime/LaunchLimits.h"
 #include "runtime/ProfiledLaunch.h"
 #include "schedule/Lower.h"
+#include "schedule/SimplifyIndices.h"
 
 #include <fmt/core.h>
 
@@ -102,10 +103,13 @@ std::string Session::compile_options() const {
   return opts;
 }
 
-Session::Built Session::build(const Kernel& k, const ShapeBindings& b,
+Session::Built Session::build(const Kernel& given, const ShapeBindings& b,
                               const std::vector<std::string>& extra_flags,
                               const std::optional<Schedule>& schedule) {
   const hcd::Hcd& hcd = device_.hcd();
+  // Tuning records are keyed by the kernel as written; everything else sees its
+  // indices simplified (reshapes' `//` and `%` resolved), which changes no value.
+  const Kernel k = simplify_indices(given, b);
   Schedule chosen;
   std::string origin;
   std::vector<std::string> reasons;
@@ -118,7 +122,7 @@ Session::Built Session::build(const Kernel& k, const ShapeBindings& b,
     origin = "kernel";
   } else {
     if (lookup_) {
-      if (auto found = lookup_(k, b, hcd)) {
+      if (auto found = lookup_(given, b, hcd)) {
         try {
           tuned = lower_scheduled(k, b, hcd, found->schedule);
           chosen = found->schedule;

@@ -14,6 +14,8 @@
 //   each local that the next statement reads at the same outer index is computed there.
 #include "schedule/AutoSchedule.h"
 
+#include "schedule/AutoInline.h"
+
 #include "schedule/ApplySchedule.h"
 #include "schedule/FlashAttention.h"
 #include "schedule/Primitives.h"
@@ -162,6 +164,22 @@ std::vector<GemmSite> gemm_sites(const Kernel& k, const ShapeBindings& b, const 
     }
     if (!ok || reductions.size() != 1) continue;
     site.k = reductions[0];
+    // A contraction sums products whose two factors both read tensors (a factor may be
+    // an expression, like attention's masked exp times V): not a sum of some other
+    // function of one tensor (a softmax denominator's exps).
+    {
+      int reading_factors = 0;
+      std::function<void(const Expr&)> factors = [&](const Expr& e) {
+        if (e->kind == ExprKind::Binary && e->binary_op == BinaryOp::Mul) {
+          factors(e->operands[0]);
+          factors(e->operands[1]);
+        } else if (!read_tensors(e).empty()) {
+          ++reading_factors;
+        }
+      };
+      factors(s->value->operands[1]);
+      if (reading_factors < 2) continue;
+    }
     site.operands = read_tensors(s->value->operands[1]);
     for (const StmtNode* l : chain)
       if (l->var == site.k) site.K = *const_int_value(l->extent);
@@ -293,6 +311,22 @@ AutoSchedule auto_schedule(const Kernel& given, const ShapeBindings& b, const hc
   // like f32 GEMMs; the decisions below are made on the widened kernel `k`. Other
   // reductions keep their one-element f32 register (widening would only add a launch).
   Kernel k = given;
+  // Elementwise locals are substituted into their elementwise readers (AutoInline.cpp).
+  for (std::set<std::string> refused;;) {
+    const std::optional<std::string> local = next_inline_candidate(k, b, refused);
+    if (!local) break;
+    Primitive in;
+    in.kind = PrimitiveKind::Inline;
+    in.buffer = *local;
+    try {
+      Kernel inlined = inline_local(k, *local);
+      if (!try_add({in})) throw UserError("the inlined kernel does not lower");
+      k = std::move(inlined);
+      a.reasons.push_back(fmt::format("{}: an elementwise local, computed inside its reader (inline)", *local));
+    } catch (const UserError&) {
+      refused.insert(*local);
+    }
+  }
   for (const Comprehension& c : given.body) {
     const TensorDecl* t = given.find_tensor(c.output);
     if (!t || (t->dtype != DType::BF16 && t->dtype != DType::F16) || c.reduce == ReduceKind::Assign ||

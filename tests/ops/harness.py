@@ -6,16 +6,54 @@ function. The inputs go to the command as .npy files, exactly as a user would gi
 them; the outputs come back as .npy files. Tolerances: |x - ref| <= atol + rtol*|ref|
 with the dtype's defaults below (scaled by the case), integers and bools exact, NaN
 only where the reference has NaN.
+
+Reduced precision: NumPy has no bf16, so a bf16 tensor is a uint16 array of its raw bits,
+exactly as `unitile run` reads and writes it (.npy descr <u2, read as bf16 when the
+command says `--dtype NAME=bf16`; Unitile has no u16 of its own, so a uint16 array always
+means bf16 here). References see f16 and bf16 inputs widened to f32 (the same rounded
+values the kernel reads) and compute in f32 or wider; their outputs are rounded to the
+output's dtype before the comparison. Tolerances are about two units in the last place of
+the format: f16 has 11 significant bits (2e-3), bf16 has 8 (2^-6 = 1.6e-2).
 """
 import os
 import subprocess
 
 import numpy as np
 
-TOL = {"f64": (1e-10, 1e-10), "f32": (2e-5, 2e-5), "f16": (2e-3, 2e-3)}
-NP = {"f16": np.float16, "f32": np.float32, "f64": np.float64, "i32": np.int32, "i64": np.int64,
+TOL = {"f64": (1e-10, 1e-10), "f32": (2e-5, 2e-5), "f16": (2e-3, 2e-3), "bf16": (1.6e-2, 1.6e-2)}
+NP = {"f16": np.float16, "bf16": np.uint16, "f32": np.float32, "f64": np.float64, "i32": np.int32, "i64": np.int64,
       "i8": np.int8, "i16": np.int16, "u8": np.uint8, "bool": np.bool_}
 FLOAT_DTYPES = ("f32", "f64")
+REDUCED = ("f16", "bf16")
+
+
+def to_bf16(x):
+    """The bf16 bits (uint16) of `x` rounded to nearest, ties to even, as Unitile rounds."""
+    f = np.asarray(x, np.float32)
+    b = f.reshape(-1).view(np.uint32).astype(np.uint64)
+    r = ((b + 0x7FFF + ((b >> 16) & 1)) >> 16).astype(np.uint16)
+    return np.where(np.isnan(f.reshape(-1)), np.uint16(0x7FC0), r).astype(np.uint16).reshape(f.shape)
+
+
+def from_bf16(bits):
+    """The f32 values of bf16 bits (exact)."""
+    b = np.asarray(bits, np.uint16)
+    return (b.reshape(-1).astype(np.uint32) << 16).view(np.float32).reshape(b.shape)
+
+
+def as_dtype(x, name):
+    """`x` (any float array) rounded to the dtype `name` in the representation cases use:
+    a float16 array for f16, uint16 bits for bf16, else a plain NumPy cast."""
+    return to_bf16(x) if name == "bf16" else np.asarray(x).astype(NP[name])
+
+
+def widen(x):
+    """What a reference sees of an input: f16 and bf16 values as f32, others unchanged."""
+    if x.dtype == np.uint16:
+        return from_bf16(x)
+    if x.dtype == np.float16:
+        return x.astype(np.float32)
+    return x
 
 
 class Case:
@@ -32,7 +70,7 @@ class Case:
         attrs_text = ",".join(f"{k}={attr_text(v)}" for k, v in self.attrs.items())
         self.id = f"{op}[{ins}{'-' + attrs_text if attrs_text else ''}{label}]"
         # The dtype the op computes in: the first float input's, else the first input's.
-        floats = [v.dtype for v in inputs.values() if v.dtype.kind == "f"]
+        floats = [v.dtype for v in inputs.values() if v.dtype.kind == "f" or v.dtype == np.uint16]
         self.dtype = dtype_name(floats[0] if floats else next(iter(inputs.values())).dtype) if inputs else ""
 
 
@@ -67,8 +105,12 @@ def compare(name, got, want, scale):
         return ""
     rtol, atol = TOL[kind]
     rtol, atol = rtol * scale, atol * scale
-    g = got.astype(np.float64).reshape(-1)
-    w = want.astype(NP[kind]).astype(np.float64).reshape(-1)
+    if kind == "bf16":
+        g = from_bf16(got).astype(np.float64).reshape(-1)
+        w = from_bf16(to_bf16(want)).astype(np.float64).reshape(-1)
+    else:
+        g = got.astype(np.float64).reshape(-1)
+        w = want.astype(NP[kind]).astype(np.float64).reshape(-1)
     nan_w, nan_g = np.isnan(w), np.isnan(g)
     if (nan_w != nan_g).any():
         i = np.flatnonzero(nan_w != nan_g)[0]
@@ -96,6 +138,8 @@ def run_case(unitile, device, case, workdir, timeout=300):
         path = os.path.join(workdir, f"in_{name}.npy")
         np.save(path, arr)
         cmd += ["--input", f"{name}={path}"]
+        if arr.dtype == np.uint16:
+            cmd += ["--dtype", f"{name}=bf16"]
     for k, v in case.attrs.items():
         cmd += ["--attr", f"{k}={attr_text(v)}"]
     out_dir = os.path.join(workdir, "out")
@@ -104,7 +148,7 @@ def run_case(unitile, device, case, workdir, timeout=300):
     if p.returncode != 0:
         msg = (p.stderr.strip() or p.stdout.strip()).splitlines()
         return False, "error: " + (msg[0] if msg else f"exit status {p.returncode}")
-    want = case.ref({k: v for k, v in case.inputs.items()}, case.attrs)
+    want = case.ref({k: widen(v) for k, v in case.inputs.items()}, case.attrs)
     for name, w in want.items():
         path = os.path.join(out_dir, f"{name}.npy")
         if not os.path.exists(path):

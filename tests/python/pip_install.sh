@@ -2,6 +2,7 @@
 # `pip install .` from the repository root into a new virtual environment, then import
 # the installed package (with no PYTHONPATH or UNITILE_PLUGIN_PATH) and run
 # tests/python/installed_check.py against it: the plugins must come from inside the package.
+# Then `pip wheel .`, and the same check on the wheel installed into another new venv.
 #   pip_install.sh SOURCE_DIR WERROR(ON|OFF) CC CXX
 #
 # A full build. To reuse the objects of the main build through ccache, it builds in
@@ -26,3 +27,16 @@ start=$(date +%s)
 echo "pip install . took $(($(date +%s) - start)) s"
 cd "$work"
 "$work/venv/bin/python" "$src/tests/python/installed_check.py"
+
+# `pip wheel .` from the same build directory (so it only packages), then the wheel
+# installed into a second new venv must pass the same check.
+cd "$src"
+start=$(date +%s)
+"$work/venv/bin/pip" wheel -q --no-deps -w "$work/wheels" . --config-settings=build-dir="$src/build-pip-test" \
+  --config-settings=cmake.define.UNITILE_WERROR="$werror"
+wheel=$(ls "$work"/wheels/unitile-*.whl)
+echo "pip wheel . took $(($(date +%s) - start)) s: $(basename "$wheel")"
+/usr/bin/python3 -m venv --system-site-packages "$work/venv2"
+"$work/venv2/bin/pip" install -q --no-deps "$wheel"
+cd "$work"
+"$work/venv2/bin/python" "$src/tests/python/installed_check.py"

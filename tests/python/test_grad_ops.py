@@ -80,6 +80,10 @@ CASES = [
     B("pow", ka="p"),
     B("prelu", (2, 3), (3,)),
     Case("where", lambda c, a, b: tl.where(c, a, b), [((2, 3), "b"), ((2, 3), "n"), ((3,), "n")]),
+    B("add_n", (2, 3), (3,)),
+    Case("mean_n", lambda a, b, c: tl.mean_n(a, b, c), [((2, 3), "n"), ((3,), "n"), ((2, 1), "n")]),
+    B("mod", kb="p"),
+    B("fmod", kb="p"),
     B("mse_loss", (2, 3), (2, 3)),
     B("mse_loss", (2, 3), (2, 3), reduction="none"),
     # --- contractions --------------------------------------------------------------------
@@ -99,6 +103,7 @@ CASES = [
     U("reduce_sum", (2, 3), keepdims=False),
     U("reduce_mean", (2, 3, 2), axes=[0, 2], keepdims=False),
     U("reduce_max", (2, 3), "perm", axes=[1]),
+    U("reduce_prod", (2, 3), axes=[1]),
     U("reduce_min", (2, 3), "perm", axes=[0]),
     U("reduce_l1", (2, 3), axes=[1]),
     U("reduce_l2", (2, 3), axes=[1]),
@@ -119,6 +124,8 @@ CASES = [
     Case("groupnorm", lambda x, s, b: tl.groupnorm(x, s, b, num_groups=2),
          [((2, 4, 3), "n"), ((4,), "n"), ((4,), "n")]),
     Case("instancenorm", lambda x, s, b: tl.instancenorm(x, s, b), [((2, 2, 3), "n"), ((2,), "n"), ((2,), "n")]),
+    Case("batchnorm", lambda x, s, b, m, v: tl.batchnorm(x, s, b, m, v),
+         [((2, 3, 2), "n"), ((3,), "n"), ((3,), "n"), ((3,), "n"), ((3,), "p")]),
     Case("batchnorm_training", lambda x, s, b, m, v: tl.batchnorm_training(x, s, b, m, v)[0],
          [((3, 2, 2), "n"), ((2,), "n"), ((2,), "n"), ((2,), "n"), ((2,), "p")]),
     # --- losses --------------------------------------------------------------------------

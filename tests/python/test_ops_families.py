@@ -321,6 +321,29 @@ def test_optimizers_and_dropout(device, rng):
     np.testing.assert_allclose(dropped, np.where(mask, p / 0.5, 0), rtol=1e-6)
 
 
+@pytest.mark.parametrize("device", DEVICES)
+def test_onnx_extras(device, rng):
+    """add_n, mean_n, hardmax, lp_normalization, mean_variance_normalization, eye_like."""
+    a, b, c = f32(rng, 2, 3), f32(rng, 3), f32(rng, 2, 1)
+    x = np.round(f32(rng, 3, 5, low=-2, high=2) * 2) / 2  # ties: the first maximum wins
+    v = f32(rng, 2, 3, 2, 2)
+
+    @tl.kernel
+    def family(a, b, c, x, v):
+        return (tl.add_n(a, b, c), tl.mean_n(a, b), tl.hardmax(x), tl.lp_normalization(x, p=1, axis=0),
+                tl.mean_variance_normalization(v), tl.eye_like(x, k=1, dtype="i64"))
+
+    got = family(a, b, c, x, v, device=device)
+    A, B, C, X, Vv = (t.astype(np.float64) for t in (a, b, c, x, v))
+    hard = np.zeros(X.shape)
+    hard[np.arange(3), X.argmax(1)] = 1
+    mu = Vv.mean((0, 2, 3), keepdims=True)
+    mvn = (Vv - mu) / (np.sqrt(((Vv - mu) ** 2).mean((0, 2, 3), keepdims=True)) + 1e-9)
+    compare(got, [("add_n", A + B + C), ("mean_n", (A + B) / 2), ("hardmax", hard),
+                  ("lp_normalization", X / np.abs(X).sum(0, keepdims=True)),
+                  ("mean_variance_normalization", mvn), ("eye_like", np.eye(3, 5, k=1, dtype=np.int64))])
+
+
 def test_eager_calls_outputs_in_declared_order_and_ops_without_inputs():
     # Outputs come in the op's declared order (a node keeps them by port name, where
     # "Indices" < "Values" and "Y10" < "Y2"); an op without inputs runs eagerly too.

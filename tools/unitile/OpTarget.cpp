@@ -22,7 +22,7 @@ void add_op_target_options(CLI::App* cmd, OpTargetOptions& o) {
       ->allow_extra_args(false);
   cmd->add_option("--dtype", o.dtypes,
                   "op:NAME only: dtype of the inputs not read from .npy files: DT for every data "
-                  "input, or NAME=DT; may repeat")
+                  "input, or NAME=DT; may repeat. bf16 also reads a <u2 .npy file as bf16 bits")
       ->allow_extra_args(false);
 }
 
@@ -90,8 +90,12 @@ ops::OpInstance instantiate_op_target(const std::string& target,
 
   std::map<std::string, ops::TensorSpec> specs;
   for (const auto& [name, path] : name_values(inputs, "--input", false)) {
-    port_of(name);
-    const Tensor t = read_npy(path);
+    const ops::Port* p = port_of(name);
+    // A .npy file has no bf16 descr: its <u2 bits are bf16 when --dtype says so.
+    std::optional<DType> as = named_dtypes.count(name) ? std::optional(named_dtypes[name])
+                              : p->kind == ops::PortKind::Data ? data_dtype
+                                                               : std::nullopt;
+    const Tensor t = read_npy(path, as);
     if (named_dtypes.count(name) && named_dtypes[name] != t.dtype)
       throw UserError(fmt::format("error: --dtype {}={} but {} holds {}", name,
                                   dtype_name(named_dtypes[name]), path, dtype_name(t.dtype)));

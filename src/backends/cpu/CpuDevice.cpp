@@ -7,6 +7,9 @@
 #include "CpuPlugin.h"
 
 #include <sched.h>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 
 #include <algorithm>
 #include <cerrno>
@@ -286,6 +289,25 @@ void release(ut_release_kind kind, void* handle) {
   }
 }
 
+// Kernels of the c dialect malloc their staging buffers (packed GEMM panels, a few
+// hundred KiB) per block and free them at its end. glibc serves such sizes with mmap, or
+// trims them off the heap when freed, so every launch page-faults its panels in again
+// (a third of a 512^3 GEMM's time here). Keeping allocations up to 64 MiB in the heap,
+// and the heap untrimmed below 128 MiB, makes them reuse warm memory, as a caching
+// allocator would. Left alone when the user set glibc's own variables.
+void keep_staging_memory_warm() {
+#if defined(__GLIBC__)
+  static const bool done = [] {
+    if (!std::getenv("MALLOC_MMAP_THRESHOLD_") && !std::getenv("MALLOC_TRIM_THRESHOLD_")) {
+      mallopt(M_MMAP_THRESHOLD, 64 << 20);
+      mallopt(M_TRIM_THRESHOLD, 128 << 20);
+    }
+    return true;
+  }();
+  (void)done;
+#endif
+}
+
 const ut_device_api kApi = {
     UT_DEVICE_ABI_VERSION, 0,           describe, alloc,       free_buffer, copy_in, copy_out, copy,
     compile_source,        load_binary, launch,   synchronize, timer,       release,
@@ -298,6 +320,7 @@ const ut_host_memory_api kHostMemory = {UT_HOST_MEMORY_ABI_VERSION, 0, host_poin
 } // namespace unitile::cpu
 
 extern "C" UT_PLUGIN_EXPORT const ut_device_api* unitile_device_plugin(void) {
+  unitile::cpu::keep_staging_memory_warm();
   return &unitile::cpu::kApi;
 }
 

@@ -164,6 +164,29 @@ std::string reduce_into(const std::string& grad, const TensorSpec& operand,
   return access(grad, lhs) + (reduces ? " += " : " = ");
 }
 
+// where's gradient: dY flows to A where Cond holds and to B elsewhere, each summed over
+// the dimensions its operand was broadcast along. Cond itself has no gradient.
+void emit_where_grad(OpContext& ctx) {
+  ctx.require_dtype_in("Cond", {DType::Bool});
+  ctx.require_float("A");
+  ctx.require_same_dtype({"A", "B", "dY"});
+  std::vector<std::pair<std::string, TensorSpec>> ins = {
+      {"Cond", ctx.in("Cond")}, {"A", ctx.in("A")}, {"B", ctx.in("B")}};
+  const std::vector<int64_t> shape = broadcast_shapes(ctx, ins);
+  if (ctx.in("dY").shape != shape)
+    ctx.fail("dY has shape {} but Cond, A and B broadcast to {}", shape_text(ctx.in("dY").shape),
+             shape_text(shape));
+  const int64_t rank = static_cast<int64_t>(shape.size());
+  for (const char* p : {"Cond", "A", "B", "dY"}) // A and B only give shapes; read none
+    ctx.input(p);
+  const std::string cond = access("Cond", broadcast_indices(ctx.in("Cond"), rank, shape));
+  const std::string g = access("dY", index_names(rank));
+  ctx.output("dA", ctx.in("A").dtype, ctx.in("A").shape);
+  ctx.output("dB", ctx.in("B").dtype, ctx.in("B").shape);
+  ctx.stmt(reduce_into("dA", ctx.in("A"), shape) + cond + " ? " + g + " : 0");
+  ctx.stmt(reduce_into("dB", ctx.in("B"), shape) + cond + " ? 0 : " + g);
+}
+
 void emit_binary_grad(OpContext& ctx, const Row& row) {
   ctx.require_float("A");
   ctx.require_same_dtype({"A", "B", "dC"});
@@ -289,9 +312,10 @@ std::vector<Row> rows() {
        "-$g * $a / ($b * $b)"},
       {"pow", 2, "pow($a, $b)", F, S, "a^b", {}, "$g * $b * pow($a, $b - 1)",
        "$g * pow($a, $b) * log($a)"},
-      {"mod", 2, "$a % $b", N, S, "remainder with the divisor's sign (Python's %)", {}, "", "",
-       "$a - floor($a / $b) * $b"},
-      {"fmod", 2, "$a - trunc($a / $b) * $b", F, S, "remainder with the dividend's sign (C fmod)"},
+      {"mod", 2, "$a % $b", N, S, "remainder with the divisor's sign (Python's %)", {}, "$g",
+       "-$g * floor($a / $b)", "$a - floor($a / $b) * $b"},
+      {"fmod", 2, "$a - trunc($a / $b) * $b", F, S, "remainder with the dividend's sign (C fmod)",
+       {}, "$g", "-$g * trunc($a / $b)"},
       {"max", 2, "max($a, $b)", N, S, "elementwise maximum", {}, "$a >= $b ? $g : 0",
        "$a >= $b ? 0 : $g"},
       {"min", 2, "min($a, $b)", N, S, "elementwise minimum", {}, "$a <= $b ? $g : 0",
@@ -378,7 +402,16 @@ void add_elementwise_ops(std::vector<OpDef>& ops) {
   where.inputs = {{"Cond", PortKind::Mask}, {"A"}, {"B"}};
   where.outputs = {{"Y"}};
   where.emit = emit_where;
+  where.gradient = "where_grad";
   ops.push_back(std::move(where));
+  OpDef where_grad;
+  where_grad.name = "where_grad";
+  where_grad.category = "elementwise-backward";
+  where_grad.summary = "gradient of where (dA, dB; Cond has none)";
+  where_grad.inputs = {{"Cond", PortKind::Mask}, {"A"}, {"B"}, {"dY"}};
+  where_grad.outputs = {{"dA"}, {"dB"}};
+  where_grad.emit = emit_where_grad;
+  ops.push_back(std::move(where_grad));
 }
 
 } // namespace unitile::ops

@@ -322,6 +322,31 @@ void emit_batchnorm(OpContext& ctx) {
   ctx.stmt(access("Y", all) + " = " + y);
 }
 
+// The gradient of inference batchnorm: the statistics are constants (buffers, as in
+// PyTorch's eval mode), so with r = rsqrt(Var[c] + eps): dX = dY Scale[c] r,
+// dScale[c] = sum dY (X - Mean[c]) r, dB[c] = sum dY.
+void emit_batchnorm_grad(OpContext& ctx) {
+  require_channels(ctx, {"X", "Scale", "Mean", "Var", "dY"}, 2);
+  const TensorSpec& x = ctx.in("X");
+  if (ctx.in("dY").shape != x.shape)
+    ctx.fail("dY has shape {} but X has shape {}: they must be equal",
+             shape_text(ctx.in("dY").shape), shape_text(x.shape));
+  const std::vector<std::string> all = index_names(static_cast<int64_t>(x.shape.size()));
+  for (const char* p : {"X", "Mean", "Var", "dY"})
+    ctx.input(p);
+  const std::string scale = param(ctx, "Scale", {"i1"});
+  const std::string r = "rsqrt(Var[i1] + " + float_literal(ctx.attr_float("epsilon")) + ")";
+  const std::string G = access("dY", all);
+  ctx.output("dX", x.dtype, x.shape);
+  ctx.stmt(access("dX", all) + " = " + G + (scale.empty() ? "" : " * " + scale) + " * " + r);
+  if (!scale.empty()) {
+    ctx.output("dScale", x.dtype, {x.shape[1]});
+    ctx.stmt("dScale[i1] += " + G + " * (" + access("X", all) + " - Mean[i1]) * " + r);
+  }
+  ctx.output("dB", x.dtype, {x.shape[1]});
+  ctx.stmt("dB[i1] += " + G);
+}
+
 // Training: normalizes with the batch's statistics (biased variance), outputs them, and
 // updates the running statistics as PyTorch does: running = (1 - momentum) running +
 // momentum batch, with the unbiased variance for RunningVar.
@@ -531,11 +556,17 @@ void add_normalization_ops(std::vector<OpDef>& ops) {
            make("rmsnorm_grad", NB, "gradient of rmsnorm (dX; dScale when Scale is given)",
                 {{"X"}, opt("Scale"), {"dY"}}, {{"dX"}, opt("dScale")}, ln,
                 [](OpContext& ctx) { emit_layernorm_grad(ctx, false); }));
-  ops.push_back(make("batchnorm", N,
-                     "inference: (x - Mean[c]) / sqrt(Var[c] + eps) * Scale[c] + B[c], X "
-                     "[N, C, ...]",
-                     {{"X"}, opt("Scale"), opt("B"), {"Mean"}, {"Var"}}, {{"Y"}}, {eps_attr()},
-                     emit_batchnorm));
+  add_pair(ops,
+           make("batchnorm", N,
+                "inference: (x - Mean[c]) / sqrt(Var[c] + eps) * Scale[c] + B[c], X "
+                "[N, C, ...]",
+                {{"X"}, opt("Scale"), opt("B"), {"Mean"}, {"Var"}}, {{"Y"}}, {eps_attr()},
+                emit_batchnorm),
+           make("batchnorm_grad", NB,
+                "gradient of inference batchnorm with fixed Mean and Var (dX, dScale when "
+                "Scale is given, dB)",
+                {{"X"}, opt("Scale"), {"Mean"}, {"Var"}, {"dY"}}, {{"dX"}, opt("dScale"), {"dB"}},
+                {eps_attr()}, emit_batchnorm_grad));
   const std::vector<AttrSpec> bt = {
       eps_attr(), {"momentum", AttrKind::Float, AttrValue{0.1},
                    "running = (1 - momentum) running + momentum batch (PyTorch)"}};

@@ -248,8 +248,17 @@ void emit_reduce_grad(OpContext& ctx, Reduce kind) {
     }
     break;
   }
-  case Reduce::Prod:
-    ctx.fail("has no backward op");
+  case Reduce::Prod: {
+    // The product of the other elements, without dividing by a zero: with z zeros in
+    // the group and p the product of its nonzero elements, dX = g p / x when z = 0,
+    // g p at the one zero when z = 1, and 0 otherwise.
+    const std::string z = acc("z"), p = acc("p");
+    ctx.stmt(z + " += " + X + " == 0 ? 1 : 0");
+    ctx.stmt(p + " *= " + X + " == 0 ? 1 : " + X);
+    ctx.stmt(dX + " = " + at("z") + " == 0 ? " + g + " * " + at("p") + " / " + X + " : (" +
+             at("z") + " == 1 && " + X + " == 0 ? " + g + " * " + at("p") + " : 0)");
+    break;
+  }
   }
 }
 
@@ -315,7 +324,7 @@ void add_reduction_ops(std::vector<OpDef>& ops) {
                           "subtracted from the count (1: unbiased)"});
     const Reduce kind = r.kind;
     op.emit = [kind](OpContext& ctx) { emit_reduce(ctx, kind); };
-    if (kind != Reduce::Prod) {
+    {
       OpDef g;
       g.name = op.name + "_grad";
       g.category = "reduction-backward";

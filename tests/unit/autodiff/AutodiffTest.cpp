@@ -120,13 +120,22 @@ TEST(Autodiff, SeedAndIndexInputs) {
 TEST(Autodiff, Errors) {
   Graph g;
   const ValueId x = g.add_input("X", f32({3}));
+  // reduce_prod's '*=' cannot be derived from its kernel: its registered gradient is used.
   const ValueId p = g.add_node("reduce_prod", {x}, {{"keepdims", int64_t{0}}}, "model.py:7")[0];
+  const size_t forward = g.nodes().size();
+  append_gradients(g, p, {x});
+  EXPECT_THAT(ops_after(g, forward), ::testing::Contains("reduce_prod_grad"));
+  // scatter_elements with reduction max: underivable, and its gradient op refuses 'max'.
+  const ValueId idx = g.add_input("Idx", {DType::I64, {2}});
+  const ValueId u = g.add_input("U", f32({2}));
+  const ValueId sc = g.add_node("scatter_elements", {x, idx, u}, {{"reduction", std::string("max")}},
+                                "model.py:9")[0];
+  const ValueId total = g.add_node("reduce_sum", {sc}, {{"keepdims", int64_t{0}}}, "")[0];
   try {
-    append_gradients(g, p, {x});
-    FAIL() << "reduce_prod has no gradient";
+    append_gradients(g, total, {u});
+    FAIL() << "scatter_elements with reduction max has no gradient";
   } catch (const UserError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("model.py:7: error: op:reduce_prod has no gradient"));
-    EXPECT_THAT(e.what(), HasSubstr("'*=' reduction"));
+    EXPECT_THAT(e.what(), HasSubstr("reduction 'max'"));
   }
   const ValueId y = g.add_node("exp", {x}, {}, "")[0];
   EXPECT_THROW(append_gradients(g, y, {x}), UserError); // not a single value
