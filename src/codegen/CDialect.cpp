@@ -27,6 +27,7 @@ const CDialect& c_dialect() {
     c.f32_math_suffix = "f";
     c.vector_syntax = VectorSyntax::Gcc;
     c.barrier = ""; // blocks of the c dialect have one thread
+    c.prefetch = "__builtin_prefetch({address});";
     return c;
   }();
   return d;

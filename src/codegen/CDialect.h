@@ -95,6 +95,9 @@ struct CDialect {
   bool heap_allocations = true;
   /// The math function that rounds half to even (before the f32 suffix).
   std::string_view round_half_even = "nearbyint";
+  /// Statement a Prefetch (a cache hint) becomes; `{address}` is the element's address.
+  /// Empty: the dialect prints nothing for it.
+  std::string_view prefetch;
 };
 
 /// The `c` dialect: C11 with GCC extensions, one exported function per LoopFunc following

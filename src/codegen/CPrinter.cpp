@@ -137,6 +137,12 @@ void collect_stmt(const Stmt& s, std::set<std::string> bound_vars, std::set<std:
     expr(s->value);
     bound_vars.insert(s->var);
     break;
+  case StmtKind::Prefetch:
+    if (!bound_bufs.count(s->buffer))
+      out.buffers.insert(s->buffer);
+    for (const auto& i : s->indices)
+      expr(i);
+    break;
   case StmtKind::Block:
   case StmtKind::Barrier:
     break;
@@ -832,6 +838,9 @@ private:
       if (multi_thread_)
         line(std::string(d_.barrier));
       return;
+    case StmtKind::Prefetch:
+      prefetch(*s);
+      return;
     case StmtKind::For:
       for_loop(*s, tail);
       return;
@@ -887,6 +896,16 @@ private:
       env_[v] = *s.range;
     if (!s.was_bound)
       bound_vars_.erase(v);
+  }
+
+  // A cache hint for one element, where the dialect has one. Its indices never read
+  // tensors (the scheduler writes them from loop variables), so the address is plain.
+  void prefetch(const StmtNode& s) {
+    if (d_.prefetch.empty())
+      return;
+    const BufferView& b = buffer(s.buffer);
+    line(replace_all(std::string(d_.prefetch), "{address}",
+                     fmt::format("&{}[{}]", element_base(s.buffer, b), linear_index(s.indices, b.shape))));
   }
 
   void store(const StmtNode& s) {
@@ -1225,7 +1244,13 @@ private:
     auto stores = vector_loop_stores(s, lookup);
     if (!stores)
       return false;
-    int lanes = hcd_.lanes_for(buffer((*stores)[0]->buffer).dtype);
+    const StmtNode* first = nullptr;
+    for (const StmtNode* st : *stores)
+      if (!first && st->kind == StmtKind::Store)
+        first = st;
+    if (!first)
+      return false;
+    int lanes = hcd_.lanes_for(buffer(first->buffer).dtype);
     if (lanes < 2 || (lanes & (lanes - 1)) != 0 || lanes > d_.max_vector_lanes)
       return false;
     int64_t mn = 0, ext = 0;
@@ -1251,6 +1276,10 @@ private:
     Saved saved = bind_var(s.var, range);
     auto print_stores = [&] {
       for (const StmtNode* st : *stores) {
+        if (st->kind == StmtKind::Prefetch) {
+          prefetch(*st); // lane 0's element: one hint per vector
+          continue;
+        }
         const BufferView& b = buffer(st->buffer);
         std::string vt = helpers_.need_vector(b.dtype, lanes);
         std::string value = vexpr(st->value, b.dtype, s.var, lanes);

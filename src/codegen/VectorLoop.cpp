@@ -187,12 +187,16 @@ private:
 
 std::optional<std::vector<const StmtNode*>> vector_loop_stores(const StmtNode& loop,
                                                                const VectorBufferLookup& buffers) {
-  std::vector<const StmtNode*> stores;
+  std::vector<const StmtNode*> stores, hints;
   const StmtNode* body = loop.body[0].get();
   if (body->kind == StmtKind::Store) {
     stores.push_back(body);
   } else if (body->kind == StmtKind::Block) {
     for (const auto& s : body->body) {
+      if (s->kind == StmtKind::Prefetch) {
+        hints.push_back(s.get());
+        continue;
+      }
       if (s->kind != StmtKind::Store)
         return std::nullopt;
       stores.push_back(s.get());
@@ -200,6 +204,8 @@ std::optional<std::vector<const StmtNode*>> vector_loop_stores(const StmtNode& l
   } else {
     return std::nullopt;
   }
+  if (stores.empty())
+    return std::nullopt;
   std::map<std::string, const StmtNode*> stored;
   for (const StmtNode* s : stores) {
     auto [it, fresh] = stored.emplace(s->buffer, s);
@@ -222,7 +228,9 @@ std::optional<std::vector<const StmtNode*>> vector_loop_stores(const StmtNode& l
     if (!check.hazard_free(s->value) || !check.value(s->value, b->dtype))
       return std::nullopt;
   }
-  return stores;
+  // Prefetches (cache hints) go first, one per vector of the loop.
+  hints.insert(hints.end(), stores.begin(), stores.end());
+  return hints;
 }
 
 } // namespace unitile::codegen

@@ -38,7 +38,7 @@ struct VectorBufferInfo {
 using VectorBufferLookup = std::function<std::optional<VectorBufferInfo>(const std::string&)>;
 
 /// The Stores of `loop`'s body when the loop can be printed with vector extensions,
-/// otherwise nullopt.
+/// after its Prefetch hints (printed once per vector), otherwise nullopt.
 std::optional<std::vector<const StmtNode*>> vector_loop_stores(const StmtNode& loop,
                                                                const VectorBufferLookup& buffers);
 

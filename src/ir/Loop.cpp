@@ -100,6 +100,13 @@ Stmt block(std::vector<Stmt> stmts) {
 
 Stmt barrier() { return node(StmtKind::Barrier); }
 
+Stmt prefetch(std::string buffer, std::vector<Expr> indices) {
+  auto n = node(StmtKind::Prefetch);
+  n->buffer = std::move(buffer);
+  n->indices = std::move(indices);
+  return n;
+}
+
 const LoopBuffer* LoopProgram::find_buffer(const std::string& n) const {
   for (const auto& b : buffers)
     if (b.name == n) return &b;

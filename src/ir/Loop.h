@@ -35,6 +35,7 @@ enum class StmtKind : uint8_t {
   Let,      // var = value, immutable, in body = {stmt}
   Block,    // body = statements in order
   Barrier,  // all threads of a block wait (shared-memory sync)
+  Prefetch, // a hint: buffer[indices] will be read soon (no effect on results)
 };
 
 struct StmtNode;
@@ -46,8 +47,8 @@ struct StmtNode {
   Expr min, extent;     // For
   ForKind for_kind = ForKind::Serial;
   Expr cond;            // If
-  std::string buffer;   // Store, Allocate
-  std::vector<Expr> indices; // Store
+  std::string buffer;   // Store, Allocate, Prefetch
+  std::vector<Expr> indices; // Store, Prefetch
   Expr value;           // Store, Let
   DType dtype = DType::F32;      // Allocate
   std::vector<int64_t> shape;    // Allocate
@@ -63,6 +64,7 @@ Stmt allocate(std::string buffer, DType t, std::vector<int64_t> shape, MemScope 
 Stmt let_stmt(std::string var, Expr value, Stmt body);
 Stmt block(std::vector<Stmt> stmts); // flattens nested blocks; one statement stays itself
 Stmt barrier();
+Stmt prefetch(std::string buffer, std::vector<Expr> indices);
 
 /// A buffer of a LoopProgram. Locals of the kernel become Local-role workspace buffers
 /// that the runtime allocates for the duration of a call.

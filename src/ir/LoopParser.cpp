@@ -430,13 +430,22 @@ private:
       next();
       return barrier();
     }
+    // `prefetch NAME[indices]`; a buffer named prefetch is still stored to as prefetch[..].
+    if (t.text == "prefetch" && peek(1).text != "[") {
+      next();
+      const Token& name = next();
+      const BufferInfo* buf = find_buffer(name.text);
+      if (!buf) fail(name, fmt::format("prefetch of unknown buffer '{}'", name.text));
+      std::vector<Expr> idx = parse_indices(name, *buf);
+      return prefetch(name.text, std::move(idx));
+    }
     // A store: NAME[indices] = value.
     const Token& name = next();
     const BufferInfo* buf = find_buffer(name.text);
     if (!buf) {
       if (!at("["))
         fail(name, fmt::format("expected a statement, got '{}'", name.text),
-             "statements are for, if, let, allocate, barrier and stores `B[i] = value`");
+             "statements are for, if, let, allocate, barrier, prefetch and stores `B[i] = value`");
       fail(name, fmt::format("store to unknown buffer '{}'", name.text));
     }
     std::vector<Expr> idx = parse_indices(name, *buf);

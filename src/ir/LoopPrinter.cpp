@@ -174,6 +174,7 @@ void print_stmt(std::string& out, const Stmt& s, int depth) {
     return;
   case StmtKind::Block: return; // handled above
   case StmtKind::Barrier: out += "barrier\n"; return;
+  case StmtKind::Prefetch: out += "prefetch " + print_target(s->buffer, s->indices) + "\n"; return;
   }
 }
 
@@ -243,6 +244,9 @@ bool equal(const Stmt& a, const Stmt& b) {
     break;
   case StmtKind::Let:
     if (a->var != b->var || !equal(a->value, b->value)) return false;
+    break;
+  case StmtKind::Prefetch:
+    if (a->buffer != b->buffer || !equal_exprs(a->indices, b->indices)) return false;
     break;
   case StmtKind::Block:
   case StmtKind::Barrier: break;

@@ -229,6 +229,19 @@ private:
       for (const Stmt& b : s->body) check_stmt(b, grid_allowed, grid_axes);
       return;
     case StmtKind::Barrier: return;
+    case StmtKind::Prefetch: {
+      const BufferInfo* b = find_buffer(s->buffer);
+      if (!b) fail(fmt::format("prefetch of undefined buffer '{}'", s->buffer));
+      if (b->rank != s->indices.size())
+        fail(fmt::format("'{}' has rank {} but is prefetched with {} indices", s->buffer, b->rank,
+                         s->indices.size()));
+      for (const Expr& i : s->indices) {
+        check_expr(i);
+        if (!is_index_type(i->type))
+          fail(fmt::format("an index of '{}' has type {}", s->buffer, dtype_name(i->type)));
+      }
+      return;
+    }
     }
     fail("unknown statement kind");
   }

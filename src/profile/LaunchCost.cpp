@@ -98,6 +98,7 @@ private:
       count_value_ops(s->value, c);
       return c;
     case StmtKind::Barrier:
+    case StmtKind::Prefetch:
       return c;
     case StmtKind::Block:
     case StmtKind::Allocate:
@@ -178,6 +179,7 @@ private:
     switch (s->kind) {
     case StmtKind::Store:
     case StmtKind::Barrier:
+    case StmtKind::Prefetch:
       break;
     case StmtKind::Block:
     case StmtKind::Allocate:

@@ -68,6 +68,7 @@ Stmt apply_one(const LoopProgram& p, const Stmt& body, const Primitive& x, const
   case PrimitiveKind::Stage: return stage_buffer(p, body, x.buffer, x.scope, x.at);
   case PrimitiveKind::CacheWrite: return cache_write(p, body, x.buffer, x.scope, x.at);
   case PrimitiveKind::MicroKernel: return micro_kernel(p, body, x.at, hcd);
+  case PrimitiveKind::Prefetch: return prefetch_next(body, x.buffer, x.at);
   case PrimitiveKind::ComputeAt:
   case PrimitiveKind::FoldInit:
   case PrimitiveKind::Epilogue:

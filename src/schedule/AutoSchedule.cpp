@@ -63,6 +63,32 @@ std::vector<std::string> read_tensors(const Expr& value) {
   return out;
 }
 
+// The chunk of a 1-D map: a multiple of the vector lanes whose data (every array the
+// store touches) fits in L1, halved until there are a few chunks per compute unit.
+// elements == 0: leave the map alone (too short for one vector).
+struct MapChunk {
+  int64_t elements = 0;
+  int64_t bytes_per_element = 0;
+};
+
+MapChunk map_chunk(const Stmt& store, const LoopProgram& p, int64_t extent, const hcd::Hcd& h) {
+  MapChunk c;
+  std::set<std::string> arrays{store->buffer};
+  visit(store->value, [&](const Expr& e) {
+    if (e->kind == ExprKind::Access) arrays.insert(e->name);
+  });
+  for (const std::string& name : arrays)
+    if (const LoopBuffer* buf = p.find_buffer(name)) c.bytes_per_element += dtype_bytes(buf->dtype);
+  const LoopBuffer* out = p.find_buffer(store->buffer);
+  const int64_t lanes = std::max(1, h.lanes_for(out->dtype));
+  if (lanes < 2 || extent < 2 * lanes || c.bytes_per_element == 0) return c;
+  const int64_t l1 = cache_sizes(h).first;
+  int64_t chunk = std::max<int64_t>(lanes, pow2_floor(l1 / c.bytes_per_element));
+  while (chunk > 4 * lanes && extent / chunk < 4 * h.units) chunk /= 2;
+  c.elements = std::min(chunk, extent);
+  return c;
+}
+
 } // namespace
 
 bool gemm_tiling_fits(const GemmSite& s, const GemmTiling& t, const hcd::Hcd& h, std::string* why) {
@@ -476,6 +502,41 @@ AutoSchedule auto_schedule(const Kernel& given, const ShapeBindings& b, const hc
       a.reasons.push_back(fmt::format("{}: loop '{}' ({} iterations) in parallel over {} compute units", par.on,
                                       par.vars[0], *const_int_value(f.body->extent), h.units));
   }
+  // Maps whose only loop is on the grid (a 1-D elementwise map): on a CPU a block is a
+  // call on one core, so one element per block is all call overhead; the loop is split
+  // into chunks (the grid runs them in parallel) whose inner loop is vectorized.
+  p = lower_scheduled(given, b, h, s);
+  if (h.kind == hcd::DeviceKind::Cpu) {
+    for (const LoopFunc& f : p.funcs) {
+      const Stmt& loop = f.body;
+      if (loop->kind != StmtKind::For || loop->for_kind != ForKind::GridX || loop->body[0]->kind != StmtKind::Store)
+        continue;
+      const Stmt& st = loop->body[0];
+      const LoopBuffer* out = p.find_buffer(st->buffer);
+      auto extent = const_int_value(loop->extent);
+      if (!out || !extent) continue;
+      const MapChunk chunk = map_chunk(st, p, *extent, h);
+      if (chunk.elements == 0) continue;
+      Primitive split;
+      split.kind = PrimitiveKind::Split;
+      split.vars = {loop->var};
+      split.factors = {chunk.elements};
+      split.outer = loop->var + "_o";
+      split.inner = loop->var + "_i";
+      split.on = st->buffer;
+      Primitive vec;
+      vec.kind = PrimitiveKind::Vectorize;
+      vec.vars = {split.inner};
+      vec.on = st->buffer;
+      if (try_add({split, vec}))
+        a.reasons.push_back(fmt::format("{}: 1-D map of {} elements in {} chunks of {} ({} bytes per element, "
+                                        "{} per chunk against L1 {}), each a vector loop; the chunks run in "
+                                        "parallel over {} compute units",
+                                        st->buffer, *extent, (*extent + chunk.elements - 1) / chunk.elements,
+                                        chunk.elements, chunk.bytes_per_element,
+                                        kib(chunk.elements * chunk.bytes_per_element), kib(l1), h.units));
+    }
+  }
   // Reductions into a register accumulator along a unit-stride loop: one partial result
   // per vector lane (VectorizeReduction.cpp), so the loop runs at vector width.
   p = lower_scheduled(given, b, h, s);
@@ -507,6 +568,67 @@ AutoSchedule auto_schedule(const Kernel& given, const ShapeBindings& b, const hc
       for (const Stmt& c : x->body) walk(c);
     };
     walk(f.body);
+  }
+  // Multi-pass slices on a CPU (a per-slice chain: max, sum, normalise of a row): only
+  // the first pass reads memory, the later ones find the slice in L1. The last pass
+  // hints the caches with the next slice (Prefetch.cpp), so memory streams while the
+  // core computes. Only for inputs larger than L2 (they come from further out) that an
+  // earlier pass and the last one both read.
+  if (h.kind == hcd::DeviceKind::Cpu) {
+    const int64_t l2_bytes = cache_sizes(h).second;
+    p = lower_scheduled(given, b, h, s);
+    for (const LoopFunc& f : p.funcs) {
+      const Stmt& loop = f.body;
+      if (loop->kind != StmtKind::For || loop->for_kind != ForKind::GridX || !const_int_value(loop->extent))
+        continue;
+      // The loop nests of the slice, in order, and what each reads.
+      std::vector<std::set<std::string>> nests;
+      std::function<void(const Stmt&)> walk = [&](const Stmt& x) {
+        if (x->kind == StmtKind::For) {
+          nests.emplace_back();
+          std::function<void(const Stmt&)> reads = [&](const Stmt& y) {
+            for (const Expr& e : {y->value, y->cond})
+              if (e) visit(e, [&](const Expr& r) {
+                  if (r->kind == ExprKind::Access) nests.back().insert(r->name);
+                });
+            for (const Stmt& c : y->body) reads(c);
+          };
+          reads(x);
+          return;
+        }
+        if (x->kind == StmtKind::Block || x->kind == StmtKind::Let || x->kind == StmtKind::Allocate)
+          for (const Stmt& c : x->body) walk(c);
+      };
+      walk(loop->body[0]);
+      if (nests.size() < 2) continue;
+      std::string written;
+      std::function<void(const Stmt&)> find_out = [&](const Stmt& x) {
+        if (x->kind == StmtKind::Store && written.empty()) {
+          const LoopBuffer* buf = p.find_buffer(x->buffer);
+          if (buf && buf->role == TensorRole::Output) written = x->buffer;
+        }
+        for (const Stmt& c : x->body) find_out(c);
+      };
+      find_out(loop);
+      if (written.empty()) continue;
+      for (const LoopBuffer& buf : p.buffers) {
+        int64_t bytes = dtype_bytes(buf.dtype);
+        for (int64_t d : buf.shape) bytes *= d;
+        bool earlier = false; // read by a pass before the last
+        for (size_t n = 0; n + 1 < nests.size(); ++n) earlier |= nests[n].count(buf.name) > 0;
+        if (buf.role != TensorRole::Input || bytes <= l2_bytes || !earlier || !nests.back().count(buf.name))
+          continue;
+        Primitive pf;
+        pf.kind = PrimitiveKind::Prefetch;
+        pf.buffer = buf.name;
+        pf.at = loop->var;
+        pf.on = written;
+        if (try_add({pf}))
+          a.reasons.push_back(fmt::format("{}: the last loop nest of each '{}' slice prefetches {} of the next "
+                                          "slice ({} of {} exceeds L2 {}: the first pass would wait on memory)",
+                                          written, loop->var, buf.name, buf.name, kib(bytes), kib(l2_bytes)));
+      }
+    }
   }
   if (a.reasons.empty()) a.reasons.push_back("default schedule: nothing to block or fuse");
   a.reasons.push_back(fmt::format("vector width: {} bits ({} f32 lanes)", h.vector_bits, h.lanes_for(DType::F32)));

@@ -58,6 +58,12 @@ Stmt vectorize_reduction(const Stmt& body, const std::string& v,
 /// and e reading unit-stride in the loop's variable.
 bool is_vectorizable_reduction(const Stmt& loop, const std::string& acc, int lanes);
 
+/// prefetch: in loop `at` (constant extent), the innermost loop of the last loop nest
+/// of its body also hints the caches with each of its reads of `buffer` that move with
+/// `at`, at the next iteration of `at` (the last iteration hints its own elements).
+/// Results never change: a Prefetch statement is only a hint (Prefetch.cpp).
+Stmt prefetch_next(const Stmt& body, const std::string& buffer, const std::string& at);
+
 /// unroll: loop v, of constant extent at most 64, is unrolled completely.
 Stmt unroll_loop(const Stmt& body, const std::string& v);
 

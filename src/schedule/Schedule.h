@@ -36,6 +36,7 @@ enum class PrimitiveKind : uint8_t {
   FlashAttention, // the attention chain writing `buffer` fused (online softmax); factors: {} or {rows, keys}
   Widen,       // the reduction into bf16/f16 `buffer` accumulates in an f32 local, rounded after (Kernel IR)
   Pretranspose, // `buffer`, read by the statement writing `on` across its last index, copied transposed (Kernel IR)
+  Prefetch,    // the last loop nest in loop `at` hints the caches with `buffer`'s reads of the next `at` iteration
 };
 
 const char* primitive_name(PrimitiveKind k); // "split", "cache_write", ...

@@ -1117,6 +1117,9 @@ private:
     case StmtKind::Barrier:
       // Outside thread loops every "thread" is this one sequential walk: nothing to wait for.
       return std::make_unique<SNop>();
+    case StmtKind::Prefetch:
+      // A hint about caches: nothing for the interpreter to do.
+      return std::make_unique<SNop>();
     }
     internal_fail(__FILE__, __LINE__, "sim: unknown statement kind");
   }

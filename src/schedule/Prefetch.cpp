@@ -1,0 +1,119 @@
+// prefetch: a multi-pass loop body (a per-slice chain: a row's max, then its sum, then
+// its normalised values) reads memory only in its first pass; the later passes find
+// the slice in L1, and memory idles meanwhile. A hint for the next slice in the last
+// pass keeps memory busy while the core computes, so one core streams at close to the
+// bandwidth of a plain loop. Results never change (the hint is a no-op on sim).
+#include "schedule/IndexArith.h"
+#include "schedule/LoopRewrite.h"
+#include "schedule/Primitives.h"
+
+#include <fmt/core.h>
+
+namespace unitile {
+
+namespace {
+
+// The last loop among the statements of `s` (looking through blocks, lets and
+// allocations), or null.
+const StmtNode* last_loop(const Stmt& s) {
+  if (s->kind == StmtKind::For)
+    return s.get();
+  if (s->kind == StmtKind::Block || s->kind == StmtKind::Let || s->kind == StmtKind::Allocate)
+    for (size_t n = s->body.size(); n-- > 0;)
+      if (const StmtNode* l = last_loop(s->body[n]))
+        return l;
+  return nullptr;
+}
+
+// The innermost loop of the perfect nest starting at `l`.
+const StmtNode* innermost(const StmtNode* l) {
+  while (l->body[0]->kind == StmtKind::For)
+    l = l->body[0].get();
+  return l;
+}
+
+} // namespace
+
+Stmt prefetch_next(const Stmt& body, const std::string& buffer, const std::string& at) {
+  auto fail = [&](const std::string& why) {
+    return UserError(fmt::format("error: schedule: prefetch {} at {}: {}", buffer, at, why));
+  };
+  std::vector<const StmtNode*> loops = find_loops(body, at);
+  if (loops.empty())
+    throw fail(fmt::format("no loop '{}' here", at));
+  int applied = 0;
+  Stmt r = mutate(body, [&](const Stmt& s) -> Stmt {
+    if (s->kind != StmtKind::For || s->var != at)
+      return s;
+    auto extent = const_int_value(s->extent);
+    if (!extent)
+      throw fail(fmt::format("loop '{}' has no constant extent", at));
+    const StmtNode* last = last_loop(s->body[0]);
+    if (!last)
+      throw fail(fmt::format("loop '{}' holds no loop nest", at));
+    const StmtNode* inner = innermost(last);
+    // The reads of `buffer` in the innermost body whose indices move with `at`.
+    std::vector<std::vector<Expr>> reads;
+    std::function<void(const Stmt&)> collect = [&](const Stmt& x) {
+      auto look = [&](const Expr& e) {
+        if (!e)
+          return;
+        visit(e, [&](const Expr& a) {
+          if (a->kind != ExprKind::Access || a->name != buffer || a->guard)
+            return;
+          bool moves = false;
+          for (const Expr& i : a->operands)
+            moves |= depends_on(i, at);
+          if (!moves)
+            return;
+          for (const std::vector<Expr>& seen : reads) {
+            bool same = seen.size() == a->operands.size();
+            for (size_t k = 0; same && k < seen.size(); ++k)
+              same = equal(seen[k], a->operands[k]);
+            if (same)
+              return;
+          }
+          reads.push_back(a->operands);
+        });
+      };
+      look(x->value);
+      look(x->cond);
+      for (const Expr& i : x->indices)
+        look(i);
+      for (const Stmt& b : x->body)
+        collect(b);
+    };
+    collect(inner->body[0]);
+    if (reads.empty())
+      throw fail(fmt::format(
+          "the innermost loop '{}' of the last nest in '{}' reads no element of {} that "
+          "moves with '{}'",
+          inner->var, at, buffer, at));
+    // The next iteration, clamped to the last so the address stays inside the buffer.
+    const Expr next = call(MathFn::Min, {binary(BinaryOp::Add, var(at), int_imm(1)),
+                                         binary(BinaryOp::Add, s->min, int_imm(*extent - 1))});
+    std::vector<Stmt> hints;
+    for (const std::vector<Expr>& idx : reads) {
+      std::vector<Expr> moved;
+      for (const Expr& i : idx)
+        moved.push_back(simplify(rewrite(i, [&](const Expr& e) -> Expr {
+          return e->kind == ExprKind::Var && e->name == at ? next : e;
+        })));
+      hints.push_back(prefetch(buffer, std::move(moved)));
+    }
+    Stmt inner_body = inner->body[0];
+    hints.push_back(inner_body);
+    Stmt hinted = block(std::move(hints));
+    ++applied;
+    return mutate(s, [&](const Stmt& x) -> Stmt {
+      if (x->kind == StmtKind::For && x->var == inner->var && x->body[0] == inner_body)
+        return with_body(x, {hinted});
+      return x;
+    });
+  });
+  if (!applied)
+    throw fail(fmt::format("no loop '{}' here", at));
+  return r;
+}
+
+} // namespace unitile
