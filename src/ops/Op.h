@@ -74,6 +74,10 @@ struct OpDef {
   std::function<void(OpContext&)> emit;
 };
 
+/// An op from its parts, without a gradient (the definitions' shorthand).
+OpDef make_op(std::string name, std::string category, std::string summary, std::vector<Port> inputs,
+              std::vector<Port> outputs, std::vector<AttrSpec> attrs, std::function<void(OpContext&)> emit);
+
 std::string attr_kind_name(AttrKind k);
 std::string attr_value_text(const AttrValue& v);
 

@@ -9,6 +9,19 @@
 
 namespace unitile::ops {
 
+OpDef make_op(std::string name, std::string category, std::string summary, std::vector<Port> inputs,
+              std::vector<Port> outputs, std::vector<AttrSpec> attrs, std::function<void(OpContext&)> emit) {
+  OpDef op;
+  op.name = std::move(name);
+  op.category = std::move(category);
+  op.summary = std::move(summary);
+  op.inputs = std::move(inputs);
+  op.outputs = std::move(outputs);
+  op.attrs = std::move(attrs);
+  op.emit = std::move(emit);
+  return op;
+}
+
 std::string attr_kind_name(AttrKind k) {
   switch (k) {
   case AttrKind::Int: return "int";

@@ -498,20 +498,6 @@ AttrSpec axis_attr(int64_t def, const char* doc) {
 }
 Port opt(const char* name) { return {name, PortKind::Data, true}; }
 
-OpDef make(const char* name, const char* category, const char* summary, std::vector<Port> ins,
-           std::vector<Port> outs, std::vector<AttrSpec> attrs,
-           std::function<void(OpContext&)> emit) {
-  OpDef op;
-  op.name = name;
-  op.category = category;
-  op.summary = summary;
-  op.inputs = std::move(ins);
-  op.outputs = std::move(outs);
-  op.attrs = std::move(attrs);
-  op.emit = std::move(emit);
-  return op;
-}
-
 // Adds `fwd` and its backward op `bwd` (named fwd.name + "_grad").
 void add_pair(std::vector<OpDef>& ops, OpDef fwd, OpDef bwd) {
   fwd.gradient = bwd.name;
@@ -527,11 +513,11 @@ void add_normalization_ops(std::vector<OpDef>& ops) {
   for (bool log : {false, true}) {
     const std::vector<AttrSpec> a = {axis_attr(-1, "the axis normalized over")};
     add_pair(ops,
-             make(log ? "log_softmax" : "softmax", N,
+             make_op(log ? "log_softmax" : "softmax", N,
                   log ? "log of softmax along an axis (stable)"
                       : "exp(x - max) / sum exp(x - max) along an axis",
                   {{"X"}}, {{"Y"}}, a, [log](OpContext& ctx) { emit_softmax(ctx, log); }),
-             make(log ? "log_softmax_grad" : "softmax_grad", NB,
+             make_op(log ? "log_softmax_grad" : "softmax_grad", NB,
                   log ? "gradient of log_softmax from its output Y and dY"
                       : "gradient of softmax from its output Y and dY",
                   {{"Y"}, {"dY"}}, {{"dX"}}, a,
@@ -540,29 +526,29 @@ void add_normalization_ops(std::vector<OpDef>& ops) {
   const std::vector<AttrSpec> ln = {axis_attr(-1, "first normalized axis (through the last)"),
                                     eps_attr()};
   add_pair(ops,
-           make("layernorm", N,
+           make_op("layernorm", N,
                 "(x - mean) / sqrt(var + eps) * Scale + B over axes axis.. (ONNX "
                 "LayerNormalization)",
                 {{"X"}, opt("Scale"), opt("B")}, {{"Y"}}, ln,
                 [](OpContext& ctx) { emit_layernorm(ctx, true); }),
-           make("layernorm_grad", NB,
+           make_op("layernorm_grad", NB,
                 "gradient of layernorm (dX; dScale when Scale is given; dB over X[axis:])",
                 {{"X"}, opt("Scale"), {"dY"}}, {{"dX"}, opt("dScale"), {"dB"}}, ln,
                 [](OpContext& ctx) { emit_layernorm_grad(ctx, true); }));
   add_pair(ops,
-           make("rmsnorm", N, "x / sqrt(mean(x^2) + eps) * Scale over axes axis..",
+           make_op("rmsnorm", N, "x / sqrt(mean(x^2) + eps) * Scale over axes axis..",
                 {{"X"}, opt("Scale")}, {{"Y"}}, ln,
                 [](OpContext& ctx) { emit_layernorm(ctx, false); }),
-           make("rmsnorm_grad", NB, "gradient of rmsnorm (dX; dScale when Scale is given)",
+           make_op("rmsnorm_grad", NB, "gradient of rmsnorm (dX; dScale when Scale is given)",
                 {{"X"}, opt("Scale"), {"dY"}}, {{"dX"}, opt("dScale")}, ln,
                 [](OpContext& ctx) { emit_layernorm_grad(ctx, false); }));
   add_pair(ops,
-           make("batchnorm", N,
+           make_op("batchnorm", N,
                 "inference: (x - Mean[c]) / sqrt(Var[c] + eps) * Scale[c] + B[c], X "
                 "[N, C, ...]",
                 {{"X"}, opt("Scale"), opt("B"), {"Mean"}, {"Var"}}, {{"Y"}}, {eps_attr()},
                 emit_batchnorm),
-           make("batchnorm_grad", NB,
+           make_op("batchnorm_grad", NB,
                 "gradient of inference batchnorm with fixed Mean and Var (dX, dScale when "
                 "Scale is given, dB)",
                 {{"X"}, opt("Scale"), {"Mean"}, {"Var"}, {"dY"}}, {{"dX"}, opt("dScale"), {"dB"}},
@@ -571,30 +557,30 @@ void add_normalization_ops(std::vector<OpDef>& ops) {
       eps_attr(), {"momentum", AttrKind::Float, AttrValue{0.1},
                    "running = (1 - momentum) running + momentum batch (PyTorch)"}};
   add_pair(ops,
-           make("batchnorm_training", N,
+           make_op("batchnorm_training", N,
                 "training: normalize with the batch's statistics, output them and the "
                 "updated running statistics",
                 {{"X"}, opt("Scale"), opt("B"), {"RunningMean"}, {"RunningVar"}},
                 {{"Y"}, {"BatchMean"}, {"BatchVar"}, {"RunningMeanOut"}, {"RunningVarOut"}}, bt,
                 emit_batchnorm_training),
-           make("batchnorm_training_grad", NB,
+           make_op("batchnorm_training_grad", NB,
                 "gradient of training batchnorm (dX, dScale when Scale is given, dB)",
                 {{"X"}, opt("Scale"), {"dY"}}, {{"dX"}, opt("dScale"), {"dB"}}, {eps_attr()},
                 [](OpContext& ctx) { emit_channel_norm_grad(ctx, false); }));
   add_pair(ops,
-           make("instancenorm", N,
+           make_op("instancenorm", N,
                 "per sample and channel over the spatial axes, X [N, C, D1, ...]",
                 {{"X"}, opt("Scale"), opt("B")}, {{"Y"}}, {eps_attr()}, emit_instancenorm),
-           make("instancenorm_grad", NB, "gradient of instancenorm (dX, dScale, dB)",
+           make_op("instancenorm_grad", NB, "gradient of instancenorm (dX, dScale, dB)",
                 {{"X"}, opt("Scale"), {"dY"}}, {{"dX"}, opt("dScale"), {"dB"}}, {eps_attr()},
                 [](OpContext& ctx) { emit_channel_norm_grad(ctx, true); }));
   const std::vector<AttrSpec> gn = {
       {"num_groups", AttrKind::Int, std::nullopt, "groups of channels (divides C)"}, eps_attr()};
   add_pair(ops,
-           make("groupnorm", N,
+           make_op("groupnorm", N,
                 "per sample and group of C / num_groups channels, Scale and B per channel",
                 {{"X"}, opt("Scale"), opt("B")}, {{"Y"}}, gn, emit_groupnorm),
-           make("groupnorm_grad", NB, "gradient of groupnorm (dX, dScale, dB)",
+           make_op("groupnorm_grad", NB, "gradient of groupnorm (dX, dScale, dB)",
                 {{"X"}, opt("Scale"), {"dY"}}, {{"dX"}, opt("dScale"), {"dB"}}, gn,
                 emit_groupnorm_grad));
 }

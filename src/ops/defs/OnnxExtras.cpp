@@ -184,53 +184,39 @@ void emit_eye_like(OpContext& ctx) {
            zero);
 }
 
-OpDef make(const char* name, const char* category, const char* summary, std::vector<Port> ins,
-           std::vector<Port> outs, std::vector<AttrSpec> attrs,
-           std::function<void(OpContext&)> emit) {
-  OpDef op;
-  op.name = name;
-  op.category = category;
-  op.summary = summary;
-  op.inputs = std::move(ins);
-  op.outputs = std::move(outs);
-  op.attrs = std::move(attrs);
-  op.emit = std::move(emit);
-  return op;
-}
-
 } // namespace
 
 void add_onnx_extra_ops(std::vector<OpDef>& ops) {
   const Port xs{"X", PortKind::Data, false, true};
   for (bool mean : {false, true}) {
     const std::string name = mean ? "mean_n" : "add_n";
-    OpDef fwd = make(mean ? "mean_n" : "add_n", "elementwise",
+    OpDef fwd = make_op(mean ? "mean_n" : "add_n", "elementwise",
                      mean ? "(X0 + X1 + ...) / count, with broadcasting (ONNX Mean)"
                           : "X0 + X1 + ..., with broadcasting (ONNX Sum)",
                      {xs}, {{"Y"}}, {}, [mean](OpContext& ctx) { emit_sum(ctx, mean); });
     fwd.gradient = name + "_grad";
-    OpDef bwd = make(mean ? "mean_n_grad" : "add_n_grad", "elementwise-backward",
+    OpDef bwd = make_op(mean ? "mean_n_grad" : "add_n_grad", "elementwise-backward",
                      mean ? "gradient of mean_n (dX0, dX1, ...)" : "gradient of add_n (dX0, dX1, ...)",
                      {xs, {"dY"}}, {{"dX", PortKind::Data, false, true}}, {},
                      [mean](OpContext& ctx) { emit_sum_grad(ctx, mean); });
     ops.push_back(std::move(fwd));
     ops.push_back(std::move(bwd));
   }
-  ops.push_back(make("hardmax", "normalization", "1 at the first maximum along an axis, else 0",
+  ops.push_back(make_op("hardmax", "normalization", "1 at the first maximum along an axis, else 0",
                      {{"X"}}, {{"Y"}},
                      {{"axis", AttrKind::Int, AttrValue{int64_t{-1}}, "the axis"}}, emit_hardmax));
-  ops.push_back(make("lp_normalization", "normalization",
+  ops.push_back(make_op("lp_normalization", "normalization",
                      "X / ||X||_p along an axis, p 1 or 2 (ONNX LpNormalization)", {{"X"}}, {{"Y"}},
                      {{"axis", AttrKind::Int, AttrValue{int64_t{-1}}, "the axis normalized"},
                       {"p", AttrKind::Int, AttrValue{int64_t{2}}, "the norm: 1 or 2"}},
                      emit_lp_normalization));
-  ops.push_back(make("mean_variance_normalization", "normalization",
+  ops.push_back(make_op("mean_variance_normalization", "normalization",
                      "(X - mean) / (std + 1e-9) over axes (ONNX MeanVarianceNormalization)",
                      {{"X"}}, {{"Y"}},
                      {{"axes", AttrKind::Ints, AttrValue{std::vector<int64_t>{0, 2, 3}},
                        "the axes the statistics are over"}},
                      emit_mean_variance_normalization));
-  ops.push_back(make("eye_like", "data-movement",
+  ops.push_back(make_op("eye_like", "data-movement",
                      "ones on the k-th diagonal of a matrix shaped like X (ONNX EyeLike)", {{"X"}},
                      {{"Y"}},
                      {{"k", AttrKind::Int, AttrValue{int64_t{0}}, "the diagonal: 0 main, >0 above"},
