@@ -34,6 +34,9 @@ def main(argv=None):
     if a.threads < 1 or a.steps < 1 or a.warmup < 1:
         p.error("--threads, --steps and --warmup must be at least 1")
     os.environ["UNITILE_NUM_THREADS"] = str(a.threads)  # read when the cpu device starts
+    # Debian's torch does its GEMMs in OpenBLAS, whose own thread pool ignores
+    # torch.set_num_threads and reads this when the library loads (at `import torch`).
+    os.environ["OPENBLAS_NUM_THREADS"] = str(a.threads)
 
     import numpy as np
     import torch
