@@ -24,14 +24,15 @@ import sys
 import tempfile
 import time
 
-import numpy as np
-
 # Debian's torch does its GEMMs in OpenBLAS, whose own thread pool ignores
 # torch.set_num_threads: it reads OPENBLAS_NUM_THREADS when the library loads, so --threads
-# is applied to it here, before `import torch`.
+# is applied to it here, before `import numpy`
+# and `import torch` (both load it).
 _early = argparse.ArgumentParser(add_help=False)
 _early.add_argument("--threads", type=int, default=os.cpu_count() or 1)
 os.environ.setdefault("OPENBLAS_NUM_THREADS", str(max(1, _early.parse_known_args()[0].threads)))
+
+import numpy as np
 
 try:
     import torch
