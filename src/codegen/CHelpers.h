@@ -22,6 +22,10 @@ public:
   /// Request the vector type of `lanes` elements of `elem` (f32, f64, i32, i64) and its
   /// helpers; returns its name, e.g. "ut_v8f32". The lane count must be a power of two.
   std::string need_vector(DType elem, int lanes);
+  /// Request streaming (non-temporal) stores: `<vector>_stream(p, v)` for every vector
+  /// type and `ut_stream_fence()` (GCC vector syntax only; plain stores where the target
+  /// has no such instruction or `p` is not aligned to the vector's size).
+  void need_stream() { stream_ = true; }
   bool empty() const { return scalars_.empty() && vectors_.empty(); }
   /// C definitions of everything requested (dependencies first), in a fixed order, as
   /// dialect `d` declares them (its helper qualifier and its own definitions of some).
@@ -30,6 +34,7 @@ public:
 private:
   std::set<std::string> scalars_;
   std::set<std::pair<int, int>> vectors_; // (dtype, lanes)
+  bool stream_ = false;
 };
 
 /// Name of the vector type of `lanes` elements of `elem`: ut_v<lanes><dtype>.

@@ -330,6 +330,8 @@ public:
     if (d_.shared_at_entry_scope)
       hoist_shared(f.body);
     stmt(f.body, true);
+    if (streamed_)
+      line("ut_stream_fence();");
     --indent_;
     line("}");
     return std::move(out_);
@@ -337,6 +339,15 @@ public:
 
 private:
   bool hardware_threads() const { return !d_.thread_index[0].empty(); }
+
+  // Whether whole-vector stores into `name` are streaming stores: the schedule marked
+  // the output (stream) and the dialect has them (GCC vector syntax).
+  bool streams(const std::string& name) const {
+    if (d_.vector_syntax != VectorSyntax::Gcc)
+      return false;
+    const LoopBuffer* b = prog_.find_buffer(name);
+    return b && b->stream;
+  }
 
   // What the HCD and the dialect allow one launch: grid and block extents, threads per
   // block, shared memory per block. Exceeding them is the user's (or the schedule's)
@@ -1283,10 +1294,15 @@ private:
         const BufferView& b = buffer(st->buffer);
         std::string vt = helpers_.need_vector(b.dtype, lanes);
         std::string value = vexpr(st->value, b.dtype, s.var, lanes);
-        if (b.vector_lanes)
+        if (b.vector_lanes) {
           line(fmt::format("{}[{}] = {};", names_.buffer(st->buffer),
                            vector_slot(st->indices, b), value));
-        else
+        } else if (streams(st->buffer)) {
+          helpers_.need_stream();
+          streamed_ = true;
+          line(fmt::format("{}_stream(&{}[{}], {});", vt, names_.buffer(st->buffer),
+                           linear_index(st->indices, b.shape), value));
+        } else
           line(fmt::format("{}_store(&{}[{}], {});", vt, names_.buffer(st->buffer),
                            linear_index(st->indices, b.shape), value));
       }
@@ -1456,6 +1472,7 @@ private:
   LaunchDims dims_;
   std::set<const StmtNode*> hoisted_; // shared allocations declared at the entry's top
   bool multi_thread_ = false;
+  bool streamed_ = false; // a streaming store was printed: the entry ends with a fence
   std::string out_;
   int indent_ = 0;
 };

@@ -483,8 +483,53 @@ AutoSchedule auto_schedule(const Kernel& given, const ShapeBindings& b, const hc
                                       "the slice stays in L1)",
                                       c.output, ca.at, next.output));
   }
-  // Everything else: the outermost spatial loop in parallel.
+  // A slice's reduction whose terms the next loop computes again (softmax's exps): on a
+  // CPU the reduction keeps them in a row buffer that fits half of L1 (next to the
+  // slice itself) and the map reads them (KeepTerms.cpp).
   LoopProgram p = lower_scheduled(given, b, h, s);
+  if (h.kind == hcd::DeviceKind::Cpu) {
+    for (const LoopFunc& f : p.funcs) {
+      const Stmt& loop = f.body;
+      if (loop->kind != StmtKind::For || loop->body[0]->kind != StmtKind::Block) continue;
+      std::string written; // the func's output, to name the launch
+      std::set<std::string> stored;
+      std::function<void(const Stmt&)> find = [&](const Stmt& x) {
+        if (x->kind == StmtKind::Store) {
+          const LoopBuffer* buf = p.find_buffer(x->buffer);
+          if (buf && buf->role == TensorRole::Output && written.empty()) written = x->buffer;
+          if (buf && buf->role == TensorRole::Local) stored.insert(x->buffer);
+        }
+        for (const Stmt& c : x->body) find(c);
+      };
+      find(loop);
+      if (written.empty()) continue;
+      for (const Stmt& x : loop->body[0]->body) {
+        if (x->kind != StmtKind::For) continue;
+        auto extent = const_int_value(x->extent);
+        int64_t bytes = 0;
+        for (const std::string& local : stored) {
+          const LoopBuffer* buf = p.find_buffer(local);
+          bytes = std::max<int64_t>(bytes, extent.value_or(0) * dtype_bytes(buf->dtype));
+        }
+        if (bytes == 0 || bytes > l1 / 2) break;
+        for (const std::string& local : stored) {
+          Primitive keep;
+          keep.kind = PrimitiveKind::KeepTerms;
+          keep.buffer = local;
+          keep.at = loop->var;
+          keep.on = written;
+          if (try_add({keep}))
+            a.reasons.push_back(fmt::format("{}: the reduction into {} keeps its terms in a row buffer of {} "
+                                            "(half of L1 {} at most) for the loop writing {}, which reads them "
+                                            "instead of computing them again (keep_terms)",
+                                            written, local, kib(bytes), kib(l1), written));
+        }
+        break;
+      }
+    }
+    p = lower_scheduled(given, b, h, s);
+  }
+  // Everything else: the outermost spatial loop in parallel.
   for (const LoopFunc& f : p.funcs) {
     if (f.body->kind != StmtKind::For || f.body->for_kind != ForKind::Serial) continue;
     Primitive par;
@@ -571,9 +616,9 @@ AutoSchedule auto_schedule(const Kernel& given, const ShapeBindings& b, const hc
   }
   // Multi-pass slices on a CPU (a per-slice chain: max, sum, normalise of a row): only
   // the first pass reads memory, the later ones find the slice in L1. The last pass
-  // hints the caches with the next slice (Prefetch.cpp), so memory streams while the
-  // core computes. Only for inputs larger than L2 (they come from further out) that an
-  // earlier pass and the last one both read.
+  // that reads the slice hints the caches with the next one (Prefetch.cpp), so memory
+  // streams while the core computes. Only for inputs larger than L2 (they come from
+  // further out) that two passes or more read.
   if (h.kind == hcd::DeviceKind::Cpu) {
     const int64_t l2_bytes = cache_sizes(h).second;
     p = lower_scheduled(given, b, h, s);
@@ -614,10 +659,9 @@ AutoSchedule auto_schedule(const Kernel& given, const ShapeBindings& b, const hc
       for (const LoopBuffer& buf : p.buffers) {
         int64_t bytes = dtype_bytes(buf.dtype);
         for (int64_t d : buf.shape) bytes *= d;
-        bool earlier = false; // read by a pass before the last
-        for (size_t n = 0; n + 1 < nests.size(); ++n) earlier |= nests[n].count(buf.name) > 0;
-        if (buf.role != TensorRole::Input || bytes <= l2_bytes || !earlier || !nests.back().count(buf.name))
-          continue;
+        int passes = 0; // nests that read it: the first from memory, a later one from L1
+        for (const std::set<std::string>& nest : nests) passes += nest.count(buf.name) > 0;
+        if (buf.role != TensorRole::Input || bytes <= l2_bytes || passes < 2) continue;
         Primitive pf;
         pf.kind = PrimitiveKind::Prefetch;
         pf.buffer = buf.name;
@@ -628,6 +672,46 @@ AutoSchedule auto_schedule(const Kernel& given, const ShapeBindings& b, const hc
                                           "slice ({} of {} exceeds L2 {}: the first pass would wait on memory)",
                                           written, loop->var, buf.name, buf.name, kib(bytes), kib(l2_bytes)));
       }
+    }
+  }
+  // Outputs larger than the last-level cache, written once and never read back by the
+  // kernel, on a CPU: streaming stores skip reading each line before writing it
+  // (StreamStores.cpp). Not for GEMM outputs (their tiles are the GEMM path's).
+  if (h.kind == hcd::DeviceKind::Cpu) {
+    int64_t llc = 0;
+    for (const hcd::MemoryLevel& l : h.memory)
+      if (l.scope != "register" && l.scope != "global") llc = std::max(llc, l.size_bytes);
+    std::set<std::string> gemm_outputs;
+    for (size_t n : gemm_statements)
+      if (n < k.body.size()) gemm_outputs.insert(k.body[n].output);
+    p = lower_scheduled(given, b, h, s);
+    for (const LoopBuffer& buf : p.buffers) {
+      int64_t bytes = dtype_bytes(buf.dtype);
+      for (int64_t d : buf.shape) bytes *= d;
+      if (buf.role != TensorRole::Output || llc == 0 || bytes <= llc || gemm_outputs.count(buf.name)) continue;
+      int writers = 0;
+      bool read = false;
+      for (const LoopFunc& f : p.funcs) {
+        bool writes = false;
+        std::function<void(const Stmt&)> walk = [&](const Stmt& x) {
+          writes |= x->kind == StmtKind::Store && x->buffer == buf.name;
+          for (const Expr& e : {x->min, x->extent, x->cond, x->value})
+            if (e) visit(e, [&](const Expr& r) { read |= r->kind == ExprKind::Access && r->name == buf.name; });
+          for (const Expr& i : x->indices)
+            visit(i, [&](const Expr& r) { read |= r->kind == ExprKind::Access && r->name == buf.name; });
+          for (const Stmt& c : x->body) walk(c);
+        };
+        walk(f.body);
+        writers += writes;
+      }
+      if (writers != 1 || read) continue;
+      Primitive st;
+      st.kind = PrimitiveKind::Stream;
+      st.buffer = buf.name;
+      if (try_add({st}))
+        a.reasons.push_back(fmt::format("{}: written with streaming stores ({} exceeds the last-level cache {}: "
+                                        "the lines need not be read before they are written)",
+                                        buf.name, kib(bytes), kib(llc)));
     }
   }
   if (a.reasons.empty()) a.reasons.push_back("default schedule: nothing to block or fuse");
