@@ -341,17 +341,11 @@ std::string gcc_stream_text(DType elem, int lanes) {
   const char* call = bytes == 16   ? "_mm_stream_si128((__m128i*)p, (__m128i)v)"
                      : bytes == 32 ? "_mm256_stream_si256((__m256i*)p, (__m256i)v)"
                                    : "_mm512_stream_si512((void*)p, (__m512i)v)";
-  std::string s = fmt::format("static inline void {0}_stream({1}* p, {0} v) {{
-", v, dtype_ctype(elem));
+  std::string s = fmt::format("static inline void {0}_stream({1}* p, {0} v) {{\n", v, dtype_ctype(elem));
   if (guard)
-    s += fmt::format("#if defined({0})
-  if (((uintptr_t)p & {1}) == 0) {{ {2}; return; }}
-#endif
-", guard,
+    s += fmt::format("#if defined({0})\n  if (((uintptr_t)p & {1}) == 0) {{ {2}; return; }}\n#endif\n", guard,
                      bytes - 1, call);
-  s += "  memcpy(p, &v, sizeof v);
-}
-";
+  s += "  memcpy(p, &v, sizeof v);\n}\n";
   return s;
 }
 
