@@ -668,8 +668,8 @@ AutoSchedule auto_schedule(const Kernel& given, const ShapeBindings& b, const hc
         pf.at = loop->var;
         pf.on = written;
         if (try_add({pf}))
-          a.reasons.push_back(fmt::format("{}: the last loop nest of each '{}' slice prefetches {} of the next "
-                                          "slice ({} of {} exceeds L2 {}: the first pass would wait on memory)",
+          a.reasons.push_back(fmt::format("{}: the last loop nest of each '{}' slice that reads {} prefetches it for "
+                                          "the next slice ({} of {} exceeds L2 {}: the first pass would wait on memory)",
                                           written, loop->var, buf.name, buf.name, kib(bytes), kib(l2_bytes)));
       }
     }
