@@ -1163,6 +1163,29 @@ private:
       }
       return;
     }
+    if (s.for_kind == ForKind::Unrolled && const_int(s.min, &mn0) && !const_int(s.extent, &ext)) {
+      // An edge tile's unrolled loop (`min(mr, rows left)` iterations): the most it can
+      // run, each copy guarded, so a register tile's indices stay constants here too
+      // (with a variable index the host compiler keeps the whole tile in memory).
+      std::optional<Interval> most = bounds_of(s.extent, env_);
+      if (most && most->hi >= 1 && most->hi <= 16) {
+        std::string end = names_.fresh("end");
+        line(fmt::format("const int64_t {} = {};", end, strip_parens(expr(s.extent))));
+        for (int64_t k = 0; k < most->hi; ++k) {
+          line(fmt::format("if ({} < {}) {{", int_literal(k, true), end));
+          ++indent_;
+          bool used = free_names(s.body[0]).vars.count(s.var) > 0;
+          Saved saved = bind_var(s.var, Interval{mn0 + k, mn0 + k});
+          if (used)
+            line(fmt::format("const int64_t {} = {};", v, int_literal(mn0 + k, true)));
+          stmt(s.body[0], true);
+          unbind_var(s.var, saved);
+          --indent_;
+          line("}");
+        }
+        return;
+      }
+    }
     if (s.for_kind == ForKind::Unrolled && !d_.unroll_pragma.empty())
       line(replace_all(std::string(d_.unroll_pragma), "{count}",
                        std::to_string(const_int(s.extent, &ext) ? std::min<int64_t>(ext, 64) : 4)));
