@@ -143,10 +143,9 @@ GemmTiling analytic_gemm_tiling(const GemmSite& site, int64_t batch, const hcd::
   for (int64_t gm = 1; gm <= std::min(want, max_gm); ++gm) {
     const int64_t gn = batch >= want ? 1 : std::min(max_gn, (want / batch + gm - 1) / gm);
     if (batch < want && batch * gm * gn < want && gm < std::min(want, max_gm)) continue;
-    const int64_t mg = round_up((site.M + gm - 1) / gm, t.mr), ng = round_up((site.N + gn - 1) / gn, t.nr);
+    const int64_t ng = round_up((site.N + gn - 1) / gn, t.nr);
     const int64_t a_packs = gn * ((ng + t.nc - 1) / t.nc);
     const double cost = double(gm) * site.K * site.N + 4.0 * double(a_packs) * site.M * site.K;
-    (void)mg;
     if (best_cost < 0 || cost < best_cost) {
       best_cost = cost;
       best_gm = gm;

@@ -47,7 +47,8 @@ Schedule replace_block(const Schedule& s, size_t at, size_t length,
   return out;
 }
 
-using TilingId = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, bool, bool>;
+using TilingId =
+    std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, bool, bool>;
 TilingId id_of(const GemmTiling& t) {
   return {t.mr, t.nr, t.kc, t.mc, t.nc, t.mg, t.ng, t.pack_a, t.pack_b};
 }
