@@ -5,6 +5,8 @@
 // passes to the compiler (-ffast-math included). They match the sim device bit for bit.
 #include "codegen/CHelpers.h"
 
+#include "codegen/VectorMath.h"
+
 #include "ir/Diagnostic.h"
 
 #include <fmt/core.h>
@@ -380,6 +382,14 @@ std::string CHelperSet::need_vector(DType elem, int lanes) {
   return vector_type_name(elem, lanes);
 }
 
+std::string CHelperSet::need_lane_math(DType elem, int lanes, MathFn fn) {
+  UT_INTERNAL_ASSERT(has_lane_math(fn, elem), std::string("no lane-wise ") + math_fn_name(fn) +
+                                                  " of " + std::string(dtype_name(elem)));
+  std::string v = need_vector(elem, lanes);
+  lane_math_[{static_cast<int>(elem), lanes}].insert(math_fn_name(fn));
+  return v + "_" + math_fn_name(fn);
+}
+
 // Helper `name`'s definition in dialect `d`.
 static std::string helper_text(const CDialect& d, const std::string& name,
                                const std::string& generic) {
@@ -411,6 +421,8 @@ std::string CHelperSet::text(const CDialect& d) const {
     s += "#pragma GCC diagnostic ignored \"-Wpsabi\"\n";
   for (auto [elem, lanes] : vectors_)
     s += vector_text(d, static_cast<DType>(elem), lanes);
+  for (const auto& [type, names] : lane_math_)
+    s += lane_math_text(d, static_cast<DType>(type.first), type.second, names);
   return s;
 }
 

@@ -4,6 +4,7 @@
 #include "codegen/CHelpers.h"
 #include "codegen/IndexBounds.h"
 #include "codegen/VectorLoop.h"
+#include "codegen/VectorMath.h"
 
 #include <fmt/core.h>
 
@@ -1388,15 +1389,16 @@ private:
       return convert_vector(convert_vector(x, from, e->type, lanes), e->type, want, lanes);
     }
     case ExprKind::Call: {
-      std::string et = helpers_.need_vector(e->type, lanes);
+      std::string fn = has_lane_math(e->math_fn, e->type)
+                           ? helpers_.need_lane_math(e->type, lanes, e->math_fn)
+                           : helpers_.need_vector(e->type, lanes) + "_" + math_fn_name(e->math_fn);
       if (e->operands.size() == 1)
-        return convert_vector(fmt::format("{}_{}({})", et, math_fn_name(e->math_fn),
-                                          vexpr(e->operands[0], e->type, var, lanes)),
-                              e->type, want, lanes);
+        return convert_vector(
+            fmt::format("{}({})", fn, vexpr(e->operands[0], e->type, var, lanes)), e->type, want,
+            lanes);
       std::string a = vexpr(e->operands[0], e->type, var, lanes),
                   b = vexpr(e->operands[1], e->type, var, lanes);
-      return convert_vector(fmt::format("{}_{}({}, {})", et, math_fn_name(e->math_fn), a, b),
-                            e->type, want, lanes);
+      return convert_vector(fmt::format("{}({}, {})", fn, a, b), e->type, want, lanes);
     }
     default:
       break;

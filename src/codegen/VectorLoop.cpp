@@ -1,6 +1,8 @@
 // The vector-extension eligibility analysis of vectorized loops (see VectorLoop.h).
 #include "codegen/VectorLoop.h"
 
+#include "codegen/VectorMath.h"
+
 #include <map>
 
 namespace unitile::codegen {
@@ -144,6 +146,13 @@ public:
           (e->math_fn == MathFn::Exp || e->math_fn == MathFn::Sigmoid ||
            e->math_fn == MathFn::Tanh || e->math_fn == MathFn::Erf))
         return value(e->operands[0], e->type);
+      // So do the functions of VectorMath.h.
+      if (has_lane_math(e->math_fn, e->type)) {
+        for (const auto& a : e->operands)
+          if (!value(a, e->type))
+            return false;
+        return true;
+      }
       if (e->math_fn != MathFn::Min && e->math_fn != MathFn::Max)
         return false;
       return value(e->operands[0], e->type) && value(e->operands[1], e->type);
