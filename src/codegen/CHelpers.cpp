@@ -197,6 +197,11 @@ const char* dtype_ctype(DType t) {
     return "int32_t";
   case DType::I64:
     return "int64_t";
+  case DType::I8:
+    return "int8_t";
+  case DType::U8:
+  case DType::Bool:
+    return "uint8_t";
   default:
     return nullptr;
   }
@@ -360,7 +365,14 @@ std::string vector_type_name(DType elem, int lanes) {
 }
 
 DType vector_mask_elem(DType elem) {
-  return dtype_bytes(elem) == 8 ? DType::I64 : DType::I32;
+  switch (dtype_bytes(elem)) {
+  case 1:
+    return DType::I8;
+  case 8:
+    return DType::I64;
+  default:
+    return DType::I32;
+  }
 }
 
 void CHelperSet::need(std::string_view name) {

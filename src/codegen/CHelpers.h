@@ -22,7 +22,8 @@ public:
   /// Request scalar helper `name` (e.g. "ut_f32_to_f16", "ut_max_f32"); an unknown name
   /// is a compiler bug.
   void need(std::string_view name);
-  /// Request the vector type of `lanes` elements of `elem` (f32, f64, i32, i64) and its
+  /// Request the vector type of `lanes` elements of `elem` (f32, f64, i32, i64, i8, u8,
+  /// bool) and its
   /// helpers; returns its name, e.g. "ut_v8f32". The lane count must be a power of two.
   std::string need_vector(DType elem, int lanes);
   /// Request the lane-wise math helper `fn` (VectorMath.h) of that vector type, which

@@ -76,8 +76,11 @@ AccessStride access_stride(const std::vector<Expr>& indices, const std::vector<i
 }
 
 bool vector_lane_type(DType t) {
-  return t == DType::F32 || t == DType::F64 || t == DType::I32 || t == DType::I64;
+  return t == DType::F32 || t == DType::F64 || t == DType::I32 || t == DType::I64 ||
+         byte_lane_type(t);
 }
+
+bool byte_lane_type(DType t) { return t == DType::I8 || t == DType::U8 || t == DType::Bool; }
 
 namespace {
 
@@ -120,8 +123,20 @@ public:
       return access_stride(e->operands, *b->shape, var_) == AccessStride::Unit;
     }
     case ExprKind::Unary:
-      return e->unary_op == UnaryOp::Neg && value(e->operands[0], e->type);
+      if (e->unary_op == UnaryOp::Not)
+        return e->type == DType::Bool && value(e->operands[0], DType::Bool);
+      return e->unary_op == UnaryOp::Neg && !byte_lane_type(e->type) &&
+             value(e->operands[0], e->type);
     case ExprKind::Binary:
+      // A comparison's 0/1 result: the operands' mask narrowed to bool lanes.
+      if (is_comparison(e->binary_op)) {
+        DType p = promote(e->operands[0]->type, e->operands[1]->type);
+        return value(e->operands[0], p) && value(e->operands[1], p);
+      }
+      if (e->binary_op == BinaryOp::And || e->binary_op == BinaryOp::Or)
+        return value(e->operands[0], DType::Bool) && value(e->operands[1], DType::Bool);
+      if (byte_lane_type(e->type))
+        return false; // C computes narrow integers in int: keep the scalar code
       switch (e->binary_op) {
       case BinaryOp::Add:
       case BinaryOp::Sub:
@@ -172,17 +187,20 @@ public:
       if (c->binary_op == BinaryOp::And || c->binary_op == BinaryOp::Or)
         return mask(c->operands[0], lanes) && mask(c->operands[1], lanes);
       if (!is_comparison(c->binary_op))
-        return false;
+        return c->type == DType::Bool && value(c, DType::Bool);
       DType p = promote(c->operands[0]->type, c->operands[1]->type);
       // An integer comparison affine in the loop variable (a causal mask's `j <= i`):
       // lane k compares (a - b at lane 0) + k*(slope), in mask-width integer lanes.
       if (is_integer(p) && affine_coefficient(c->operands[0], var_) && affine_coefficient(c->operands[1], var_))
         return true;
-      return dtype_bytes(p) == dtype_bytes(lanes) && value(c->operands[0], p) &&
-             value(c->operands[1], p);
+      if (dtype_bytes(p) == dtype_bytes(lanes) && value(c->operands[0], p) &&
+          value(c->operands[1], p))
+        return true;
+      return value(c, DType::Bool); // another width: through bool lanes
     }
     default:
-      return false;
+      // A bool value (a bool tensor's element, a cast): its lanes compared with 0.
+      return c->type == DType::Bool && value(c, DType::Bool);
     }
   }
 
