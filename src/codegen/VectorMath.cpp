@@ -34,6 +34,9 @@ constexpr std::string_view kCopysign =
     "static inline $V $V_copysign($V x, $V s) {\n"
     "  return ($V)((($M)x & 0x7fffffff) | (($M)s & ~0x7fffffff));\n"
     "}\n";
+// y with its sign flipped where s's sign bit is set (-0 included, as sin(-0) = -0).
+constexpr std::string_view kXorsign =
+    "static inline $V $V_xorsign($V y, $V s) { return ($V)(($M)y ^ (($M)s & ~0x7fffffff)); }\n";
 constexpr std::string_view kSqrt = "static inline $V $V_sqrt($V x) {\n"
                                    "  $V r;\n"
                                    "  for (int l = 0; l < $N; ++l) r[l] = __builtin_sqrtf(x[l]);\n"
@@ -103,7 +106,7 @@ constexpr std::string_view kExpm1 = R"(static inline $V $V_expm1($V x) {
   p = p * x + 1.0f / 6.0f;
   p = p * x + 0.5f;
   p = p * x * x + x;
-  return $V_blend($V_abs(x) < 0.5f, p, $V_exp(x) - 1.0f);
+  return $V_copysign($V_blend($V_abs(x) < 0.5f, p, $V_exp(x) - 1.0f), x);
 }
 )";
 // exp2: x = n + r with |r| <= 1/2, 2^r by Cephes' exp2f polynomial, 2^n in two steps so
@@ -174,7 +177,7 @@ constexpr std::string_view kSin = R"(static inline $V $V_sin($V x) {
   $V r = $V_trig_reduce($V_abs(x), &j), z = r * r;
   $V y = $V_blend((j & 2) != 0, $V_cos_poly(z), $V_sin_poly(r, z));
   y = $V_blend((j & 4) != 0, -y, y);
-  return $V_trig_libm(x, $V_blend(x < 0.0f, -y, y), sinf);
+  return $V_trig_libm(x, $V_xorsign(y, x), sinf);
 }
 )";
 constexpr std::string_view kCos = R"(static inline $V $V_cos($V x) {
@@ -195,7 +198,7 @@ constexpr std::string_view kTan = R"(static inline $V $V_tan($V x) {
   y = y * z + 3.33331568548e-1f;
   y = y * z * r + r;
   y = $V_blend((j & 2) != 0, -1.0f / y, y);
-  return $V_trig_libm(x, $V_blend(x < 0.0f, -y, y), tanf);
+  return $V_trig_libm(x, $V_xorsign(y, x), tanf);
 }
 )";
 // asin and acos: asin(s) = s + s^3 P(s^2) for |s| <= 1/2; above, asin(a) = pi/2 -
@@ -264,8 +267,8 @@ constexpr std::string_view kAsinh = R"(static inline $V $V_asinh($V x) {
   p = p * z * x + x;
   $M huge = a > 1500.0f;
   $V l = $V_log($V_blend(huge, a, a + $V_sqrt(z + 1.0f)));
-  l = $V_copysign($V_blend(huge, l + 0.693147180559945309f, l), x);
-  return $V_blend(a < 0.5f, p, l);
+  l = $V_blend(huge, l + 0.693147180559945309f, l);
+  return $V_copysign($V_blend(a < 0.5f, p, l), x);
 }
 )";
 constexpr std::string_view kAcosh = R"(static inline $V $V_acosh($V x) {
@@ -302,11 +305,12 @@ const std::map<std::string, LaneHelper, std::less<>>& gcc_f32_helpers() {
       {"log", {{"log_parts"}, kLog}},
       {"log2", {{"log_parts"}, kLog2}},
       {"log1p", {{"log"}, kLog1p}},
-      {"expm1", {{"abs"}, kExpm1}},
+      {"xorsign", {{}, kXorsign}},
+      {"expm1", {{"abs", "copysign"}, kExpm1}},
       {"exp2", {{}, kExp2}},
       {"sinh", {{"abs", "copysign"}, kSinh}},
       {"cosh", {{"abs"}, kCosh}},
-      {"trig_reduce", {{"abs"}, kTrigReduce}},
+      {"trig_reduce", {{"abs", "xorsign"}, kTrigReduce}},
       {"sin", {{"trig_reduce"}, kSin}},
       {"cos", {{"trig_reduce"}, kCos}},
       {"tan", {{"trig_reduce"}, kTan}},
