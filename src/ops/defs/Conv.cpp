@@ -18,8 +18,6 @@
 #include "ops/defs/Families.h"
 #include "ops/defs/Window.h"
 
-#include <numeric>
-
 namespace unitile::ops {
 namespace {
 
@@ -278,20 +276,12 @@ void direct(OpContext& ctx, const std::string& out, const std::string& src, cons
   ctx.stmt(access(out, concat({"n", "ch"}, y)) + " = " + cast_to(dt, value));
 }
 
-int64_t inverse_mod(int64_t a, int64_t m) {
-  for (int64_t x = 1; x < m; ++x)
-    if (a * x % m == 1)
-      return x;
-  return 0;
-}
-
 // The transposed form as a GEMM and a gather:
 //   Wl[g, c, r] = W[g*rows + c, r..]                       (W flattened: unit stride in r)
 //   dcol[n, g, p, r] += src[n, g*rows + c, y..] * Wl[g, c, r]
 //   out[n, g*inner + m, h..] = sum over the (k, y) with y*s + k*dil - pad = h of
 //                              dcol[n, g, y, (m, k)] (+ B)
-// The sum visits only the k of the right residue: k*dil = h + pad (mod s) fixes k modulo
-// T = s / gcd(s, dil), so k = k0(h) + T*t and y = (h + pad - k*dil) / s exactly.
+// The sum visits only the offsets k of the right residue (residue_taps, Window.h).
 void transposed(OpContext& ctx, const std::string& out, const std::string& src, const Gemm& m,
                 const std::string& bias) {
   const DType dt = ctx.in(src).dtype;
@@ -316,62 +306,18 @@ void transposed(OpContext& ctx, const std::string& out, const std::string& src, 
   std::vector<std::string> conds, ys, ks;
   bool reduces = false;
   for (int64_t d = 0; d < m.w.rank; ++d) {
-    const int64_t s = m.w.strides[d], dil = m.w.dilations[d], pad = m.w.pads_begin[d];
-    const int64_t K = m.w.kernel[d], Y = m.ysp[d], H = m.hsp[d];
-    const int64_t g = std::gcd(s, dil), T = s / g, nt = (K + T - 1) / T;
-    const int64_t inv = T == 1 ? 0 : inverse_mod(dil / g % T, T);
-    const std::string h = "h" + std::to_string(d), t = "t" + std::to_string(d);
-    const std::string hp = affine({{h, 1}}, pad);
-    auto k_of = [&](int64_t hv, int64_t tv) {
-      const int64_t base = T == 1 ? 0 : (hv + pad) / g * inv % T;
-      return base + T * tv;
-    };
-    bool need_k = false, need_lo = false, need_hi = false;
-    for (int64_t hv = 0; hv < H; ++hv) {
-      if ((hv + pad) % g != 0)
-        continue;
-      for (int64_t tv = 0; tv < nt; ++tv) {
-        const int64_t kv = k_of(hv, tv);
-        if (kv >= K) {
-          need_k = true;
-          continue;
-        }
-        const int64_t yv = floor_div(hv + pad - kv * dil, s);
-        need_lo = need_lo || yv < 0;
-        need_hi = need_hi || yv >= Y;
-      }
-    }
-    std::string base;
-    if (T > 1)
-      base = g == 1 && inv == 1 ? fmt::format("({}) % {}", hp, T)
-                                : fmt::format("(({}) // {} * {}) % {}", hp, g, inv, T);
-    std::string k = base.empty() ? (nt > 1 ? t : "0")
-                                 : (nt > 1 ? fmt::format("({} + {} * {})", base, T, t)
-                                           : "(" + base + ")");
-    std::string y;
-    if (dil == 1 && s > 1)
-      y = nt > 1 ? fmt::format("(({}) // {} - {})", hp, s, t) : fmt::format("(({}) // {})", hp, s);
-    else if (s == 1)
-      y = "(" + affine({{h, 1}, {k, -dil}}, pad) + ")";
-    else
-      y = fmt::format("(({}) // {})", affine({{h, 1}, {k, -dil}}, pad), s);
-    if (nt > 1) {
+    const std::string t = "t" + std::to_string(d);
+    const ResidueTaps r = residue_taps(m.w, d, "h" + std::to_string(d), t, m.hsp[d], m.ysp[d]);
+    if (r.taps > 1) {
       reduces = true;
       const std::string tr = "tr" + std::to_string(d);
-      ctx.local(tr, DType::Bool, {nt});
+      ctx.local(tr, DType::Bool, {r.taps});
       ctx.stmt(access(tr, {t}) + " = true");
       conds.push_back(access(tr, {t}));
     }
-    if (g > 1)
-      conds.push_back(fmt::format("({}) % {} == 0", hp, g));
-    if (need_k)
-      conds.push_back(fmt::format("{} < {}", k, K));
-    if (need_lo)
-      conds.push_back(y + " >= 0");
-    if (need_hi)
-      conds.push_back(fmt::format("{} < {}", y, Y));
-    ys.push_back(y);
-    ks.push_back(k);
+    conds.insert(conds.end(), r.conds.begin(), r.conds.end());
+    ys.push_back(r.y);
+    ks.push_back(r.k);
   }
   // The tr tables only range t; they are not conditions that can fail.
   bool guard = false;
