@@ -344,6 +344,43 @@ def test_onnx_extras(device, rng):
                   ("mean_variance_normalization", mvn), ("eye_like", np.eye(3, 5, k=1, dtype=np.int64))])
 
 
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_quantization(device, rng):
+    """quantize_linear, dequantize_linear, dynamic_quantize_linear, matmul_integer and
+    qlinear_matmul in one kernel, against NumPy (ONNX's definitions). X / scale stays away
+    from rounding ties, so the integer results compare exactly."""
+    scale = np.float32(0.05)
+    x = ((rng.integers(-140, 140, (4, 6)) + rng.uniform(0.1, 0.4, (4, 6))) * scale).astype(np.float32)
+    zp = np.array(128, np.uint8)
+    a = rng.integers(0, 256, (3, 7)).astype(np.uint8)
+    b = rng.integers(0, 256, (7, 5)).astype(np.uint8)
+    az, bz = np.array(10, np.uint8), np.array(200, np.uint8)
+    sa, sb, sy = (np.array(v, np.float32) for v in (0.03, 0.02, 0.7))
+    yz = np.array(90, np.uint8)
+
+    @tl.kernel
+    def family(x, s, zp, a, b, az, bz, sa, sb, sy, yz):
+        q = tl.quantize_linear(x, s, zp)
+        return (q, tl.dequantize_linear(q, s, zp), *tl.dynamic_quantize_linear(x),
+                tl.matmul_integer(a, b, az, bz), tl.qlinear_matmul(a, sa, az, b, sb, bz, sy, yz))
+
+    got = family(x, np.array(scale), zp, a, b, az, bz, sa, sb, sy, yz, device=device)
+    q = np.clip(np.rint(x / scale) + 128, 0, 255).astype(np.uint8)
+    lo, hi = min(np.float32(0), x.min()), max(np.float32(0), x.max())
+    dscale = np.float32((hi - lo) / np.float32(255))
+    dzp = np.uint8(np.clip(np.rint(-lo / dscale), 0, 255))
+    acc = (a.astype(np.int64) - 10) @ (b.astype(np.int64) - 200)
+    mult = np.float32(np.float32(sa * sb) / sy)
+    compare(got, [("quantize_linear", q),
+                  ("dequantize_linear", (q.astype(np.float32) - 128) * scale),
+                  ("dynamic_quantize_linear Y", np.clip(np.rint(x / dscale) + dzp, 0, 255).astype(np.uint8)),
+                  ("dynamic_quantize_linear YScale", dscale),
+                  ("dynamic_quantize_linear YZeroPoint", dzp),
+                  ("matmul_integer", acc.astype(np.int32)),
+                  ("qlinear_matmul", np.clip(np.rint(acc.astype(np.float32) * mult) + 90, 0, 255).astype(np.uint8))])
+
+
 def test_eager_calls_outputs_in_declared_order_and_ops_without_inputs():
     # Outputs come in the op's declared order (a node keeps them by port name, where
     # "Indices" < "Values" and "Y10" < "Y2"); an op without inputs runs eagerly too.
