@@ -381,6 +381,48 @@ def test_quantization(device, rng):
                   ("qlinear_matmul", np.clip(np.rint(acc.astype(np.float32) * mult) + 90, 0, 255).astype(np.uint8))])
 
 
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_onnx_more(device, rng):
+    """lp_pool, global_lp_pool, lrn, cast_like, reverse_sequence, center_crop_pad, the
+    windows and the seeded random ops (checked by their properties here; tests/ops checks
+    their exact values)."""
+    x = f32(rng, 2, 4, 5, 6)
+    s = f32(rng, 5, 3, 2)
+    lens = np.array([5, 0, 2], np.int64)
+    p = rng.uniform(0, 1, (300, 40)).astype(np.float32)
+
+    @tl.kernel
+    def family(x, s, lens, p):
+        return (tl.lp_pool(x, kernel_shape=[2, 3], strides=[1, 3], p=2), tl.global_lp_pool(x, p=1),
+                tl.lrn(x, size=3, alpha=0.1), tl.cast_like(x, lens), tl.reverse_sequence(s, lens),
+                tl.center_crop_pad(s, shape=[3, 5], axes=[0, 1]), tl.hann_window(size=6), tl.hamming_window(size=6),
+                tl.blackman_window(size=6, periodic=0), tl.random_uniform_like(p, low=-1.0, high=3.0, seed=1),
+                tl.random_normal_like(p, seed=2), tl.bernoulli(p, seed=3))
+
+    got = family(x, s, lens, p, device=device)
+    X = x.astype(np.float64)
+    lp = np.sqrt(sliding_window_view(X ** 2, (2, 3), axis=(2, 3))[:, :, :, ::3].sum((-1, -2)))
+    sq = np.stack([(X[:, max(0, c - 1):c + 2] ** 2).sum(1) for c in range(4)], 1)
+    rev = s.copy()
+    rev[:5, 0] = s[4::-1, 0]
+    rev[:2, 2] = s[1::-1, 2]
+    crop = np.pad(s[1:4], [(0, 0), (1, 1), (0, 0)])
+    n = np.arange(6)
+    compare(got[:9], [("lp_pool", lp), ("global_lp_pool", np.abs(X).sum((2, 3), keepdims=True)),
+                      ("lrn", X / (1 + 0.1 / 3 * sq) ** 0.75), ("cast_like", x.astype(np.int64)),
+                      ("reverse_sequence", rev), ("center_crop_pad", crop),
+                      ("hann_window", 0.5 - 0.5 * np.cos(2 * np.pi * n / 6)),
+                      ("hamming_window", 25 / 46 - 21 / 46 * np.cos(2 * np.pi * n / 6)),
+                      ("blackman_window", 0.42 - 0.5 * np.cos(2 * np.pi * n / 5) + 0.08 * np.cos(4 * np.pi * n / 5))])
+    uni, nor, ber = (np.asarray(g) for g in got[9:])
+    assert uni.shape == nor.shape == ber.shape == p.shape
+    assert -1 <= uni.min() and uni.max() < 3 and abs(uni.mean() - 1) < 0.05
+    assert abs(nor.mean()) < 0.05 and abs(nor.std() - 1) < 0.05
+    assert set(np.unique(ber)) <= {0, 1} and abs(ber.mean() - p.mean()) < 0.02
+    assert abs(np.corrcoef(ber.ravel(), p.ravel())[0, 1]) > 0.3  # 1s follow the probabilities
+
+
 def test_eager_calls_outputs_in_declared_order_and_ops_without_inputs():
     # Outputs come in the op's declared order (a node keeps them by port name, where
     # "Indices" < "Values" and "Y10" < "Y2"); an op without inputs runs eagerly too.

@@ -1,6 +1,8 @@
 // Pooling in NCHW-style layout for any number of spatial dimensions: max_pool and
 // average_pool (kernel_shape, strides, pads, dilations, ceil_mode, auto_pad,
-// count_include_pad), global_average_pool and global_max_pool, and their backward ops.
+// count_include_pad), global_average_pool and global_max_pool, and their backward ops;
+// lp_pool and global_lp_pool (ONNX LpPool, GlobalLpPool), whose gradients graph autodiff
+// derives.
 //
 // Kernel IR infers an index's range from a tensor it indexes bare, and a pooling window
 // has no weight tensor to give the window offsets k0.. theirs. So each window op writes a
@@ -306,6 +308,58 @@ void emit_global_pool_grad(OpContext& ctx, bool is_max) {
   ctx.stmt(dx + " = " + access("a", g.at0) + " == " + flat + " ? " + dy + " : 0");
 }
 
+// The ONNX LpPool exponent: an integer p >= 1.
+int64_t lp_exponent(const OpContext& ctx) {
+  const int64_t p = ctx.attr_int("p");
+  if (p < 1)
+    ctx.fail("attribute 'p' = {}: it must be at least 1", p);
+  return p;
+}
+
+// |x|^p and its inverse root as Kernel IR text (plain products and sqrt for p = 1, 2).
+std::string lp_power(const std::string& x, int64_t p) {
+  if (p == 1)
+    return "abs(" + x + ")";
+  if (p == 2)
+    return x + " * " + x;
+  return fmt::format("pow(abs({}), {})", x, float_literal(static_cast<double>(p)));
+}
+std::string lp_root(const std::string& s, int64_t p) {
+  if (p == 1)
+    return s;
+  if (p == 2)
+    return "sqrt(" + s + ")";
+  return fmt::format("pow({}, {})", s, float_literal(1.0 / static_cast<double>(p)));
+}
+
+// lp_pool: (sum over the window of |x|^p)^(1/p); padding adds nothing (ONNX LpPool). No
+// backward op of its own: graph autodiff derives it from this kernel.
+void emit_lp_pool(OpContext& ctx) {
+  const PoolShape p = pool_shape(ctx, true);
+  const int64_t e = lp_exponent(ctx);
+  const DType dt = ctx.in("X").dtype;
+  ctx.input("X");
+  ctx.output("Y", dt, p.out_shape);
+  const std::string kflat = declare_window(ctx, p.w);
+  const std::vector<std::string> lhs = concat({"n", "c"}, index_names(p.rank, "y"));
+  ctx.local("s", compute_type(dt), p.out_shape);
+  const std::string x = window_read(p, "X", "0");
+  ctx.stmt(access("s", lhs) + " += " + kflat + " >= 0 ? " + lp_power(x, e) + " : 0");
+  ctx.stmt(access("Y", lhs) + " = " + cast_to(dt, lp_root(access("s", lhs), e)));
+}
+
+// global_lp_pool: the same over every spatial position.
+void emit_global_lp_pool(OpContext& ctx) {
+  const GlobalShape g = global_shape(ctx);
+  const int64_t e = lp_exponent(ctx);
+  const DType dt = ctx.in("X").dtype;
+  ctx.input("X");
+  ctx.output("Y", dt, g.out_shape);
+  ctx.local("s", compute_type(dt), g.out_shape);
+  ctx.stmt(access("s", g.lhs) + " += " + lp_power(access("X", g.in), e));
+  ctx.stmt(access("Y", g.lhs) + " = " + cast_to(dt, lp_root(access("s", g.lhs), e)));
+}
+
 std::vector<AttrSpec> pool_attrs(bool average) {
   const AttrValue none{std::vector<int64_t>{}};
   std::vector<AttrSpec> a = {
@@ -374,6 +428,15 @@ void add_pool_ops(std::vector<OpDef>& ops) {
     add_pair(ops, std::move(op),
              [is_max](OpContext& ctx) { emit_global_pool_grad(ctx, is_max); });
   }
+  const AttrSpec p_attr{"p", AttrKind::Int, AttrValue{int64_t{2}}, "the norm's exponent (an integer >= 1)"};
+  std::vector<AttrSpec> lp_attrs = pool_attrs(false);
+  lp_attrs.push_back(p_attr);
+  ops.push_back(make_op("lp_pool", "pooling",
+                        "(sum of |x|^p over sliding windows)^(1/p) (N, C, spatial...; ONNX LpPool)",
+                        {{"X"}}, {{"Y"}}, lp_attrs, emit_lp_pool));
+  ops.push_back(make_op("global_lp_pool", "pooling",
+                        "(sum of |x|^p over all spatial positions)^(1/p) (ONNX GlobalLpPool)", {{"X"}},
+                        {{"Y"}}, {p_attr}, emit_global_lp_pool));
 }
 
 } // namespace unitile::ops
