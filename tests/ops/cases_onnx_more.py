@@ -127,8 +127,62 @@ def random_ref(kind):
     return ref
 
 
-def cases():
+def torch_grads(fwd, i, attrs):
+    """dX of sum(fwd(X) * dY) by PyTorch autograd in f64; fwd works on torch tensors."""
+    import torch
+    x = torch.tensor(i["X"].astype(F64), requires_grad=True)
+    fwd(x, attrs).backward(torch.tensor(i["dY"].astype(F64)))
+    return {"dX": x.grad.numpy()}
+
+
+def torch_lp_pool(x, a):
+    import torch
+    import torch.nn.functional as F
+    p, k = a.get("p", 2), a["kernel_shape"]
+    r = len(k)
+    strides = a.get("strides") or [1] * r
+    pads = a.get("pads") or [0] * (2 * r)
+    xp = F.pad(x, [v for d in reversed(range(r)) for v in (pads[d], pads[d + r])])
+    for d in range(r):  # windows along each spatial axis: [..., out..., k...]
+        xp = xp.unfold(2 + d, k[d], strides[d])
+    return (xp.abs() ** p).sum(dim=tuple(range(-r, 0))) ** (1 / p)
+
+
+def torch_global_lp(x, a):
+    p = a.get("p", 2)
+    return (x.abs() ** p).sum(dim=tuple(range(2, x.dim())), keepdim=True) ** (1 / p)
+
+
+def torch_lrn(x, a):
+    import torch
+    size = a["size"]
+    alpha, beta, bias = a.get("alpha", 1e-4), a.get("beta", 0.75), a.get("bias", 1.0)
+    c = x.shape[1]
+    sq = torch.stack([(x[:, max(0, ch - (size - 1) // 2):min(c - 1, ch + size // 2) + 1] ** 2).sum(1)
+                      for ch in range(c)], 1)
+    return x / (bias + alpha / size * sq) ** beta
+
+
+def grad_cases():
     out = []
+    for shape, attrs in (((1, 2, 4, 5), {"kernel_shape": [2, 3], "strides": [2, 1], "pads": [1, 1, 0, 1], "p": 3}),
+                         ((2, 1, 6), {"kernel_shape": [2], "p": 1})):
+        x = rand(shape)
+        y = torch_lp_pool(__import__("torch").tensor(x), attrs)
+        out.append(Case("lp_pool_grad", {"X": x, "dY": rand(tuple(y.shape))},
+                        lambda i, a: torch_grads(torch_lp_pool, i, a), attrs=attrs))
+    x = rand((2, 3, 2, 3), F32)
+    out.append(Case("global_lp_pool_grad", {"X": x, "dY": rand((2, 3, 1, 1), F32)},
+                    lambda i, a: torch_grads(torch_global_lp, i, a), attrs={"p": 3}))
+    for dt, shape, attrs in ((F64, (2, 5, 3), {"size": 4, "alpha": 0.5, "beta": 0.6, "bias": 1.3}),
+                             (F32, (1, 6, 2, 2), {"size": 3})):
+        out.append(Case("lrn_grad", {"X": rand(shape, dt), "dY": rand(shape, dt)},
+                        lambda i, a: torch_grads(torch_lrn, i, a), attrs=attrs))
+    return out
+
+
+def cases():
+    out = grad_cases()
     for dt, shape, attrs in ((F32, (2, 3, 7, 6), {"kernel_shape": [3, 2], "strides": [2, 1], "pads": [1, 0, 1, 1], "p": 3}),
                              (F64, (1, 2, 9), {"kernel_shape": [4], "p": 1}),
                              (F32, (2, 2, 5, 5), {"kernel_shape": [2, 2], "strides": [2, 2]})):

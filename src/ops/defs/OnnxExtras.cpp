@@ -230,6 +230,50 @@ void emit_lrn(OpContext& ctx) {
                        float_literal(ctx.attr_float("beta"))));
 }
 
+// lrn_grad: with den = bias + alpha / size * sq and Y = X den^-beta,
+// dX[c] = dY[c] den[c]^-beta - 2 alpha / size * beta * X[c] * sum over the channels c'
+// whose window holds c of dY[c'] X[c'] den[c']^(-beta-1); those c' run from
+// c - after to c + before (after = size - 1 - before).
+void emit_lrn_grad(OpContext& ctx) {
+  ctx.require_float("X");
+  ctx.require_rank_at_least("X", 2);
+  ctx.require_same_dtype({"X", "dY"});
+  const TensorSpec& x = ctx.in("X");
+  if (ctx.in("dY").shape != x.shape)
+    ctx.fail("dY has shape {} but X has {}", shape_text(ctx.in("dY").shape), shape_text(x.shape));
+  const int64_t size = ctx.attr_int("size");
+  if (size < 1)
+    ctx.fail("attribute 'size' = {}: it must be at least 1", size);
+  const int64_t rank = static_cast<int64_t>(x.shape.size());
+  const std::vector<std::string> idx = index_names(rank);
+  const int64_t before = (size - 1) / 2, after = size - 1 - before;
+  const double a = ctx.attr_float("alpha") / static_cast<double>(size), beta = ctx.attr_float("beta");
+  const DType acc = compute_type(x.dtype);
+  ctx.input("X");
+  ctx.input("dY");
+  ctx.output("dX", x.dtype, x.shape);
+  ctx.local("win", DType::I64, {size});
+  ctx.stmt("win[j] = j");
+  std::vector<std::string> fwd = idx, back = idx;
+  fwd[1] = fmt::format("i1 + j - {}", before);
+  back[1] = fmt::format("i1 + j - {}", after);
+  ctx.local("sq", acc, x.shape);
+  ctx.stmt(fmt::format("{} += win[j] >= 0 && {} >= 0 && {} < {} ? {} * {} : 0", access("sq", idx), fwd[1], fwd[1],
+                       x.shape[1], access("X", fwd) + " ?? 0", access("X", fwd) + " ?? 0"));
+  ctx.local("den", acc, x.shape);
+  ctx.stmt(fmt::format("{} = {} + {} * {}", access("den", idx), float_literal(ctx.attr_float("bias")), float_literal(a),
+                       access("sq", idx)));
+  ctx.local("t", acc, x.shape);
+  ctx.stmt(fmt::format("{} = {} * {} * pow({}, {})", access("t", idx), access("dY", idx), access("X", idx),
+                       access("den", idx), float_literal(-beta - 1.0)));
+  ctx.local("u", acc, x.shape);
+  ctx.stmt(fmt::format("{} += win[j] >= 0 && {} >= 0 && {} < {} ? {} : 0", access("u", idx), back[1], back[1],
+                       x.shape[1], access("t", back) + " ?? 0"));
+  ctx.stmt(fmt::format("{} = {} * pow({}, {}) - {} * {} * {}", access("dX", idx), access("dY", idx),
+                       access("den", idx), float_literal(-beta), float_literal(2.0 * a * beta), access("X", idx),
+                       access("u", idx)));
+}
+
 // cast_like: X converted to Target's dtype (ONNX CastLike; Target gives only its dtype).
 void emit_cast_like(OpContext& ctx) {
   const TensorSpec& x = ctx.in("X");
@@ -370,6 +414,9 @@ void add_onnx_extra_ops(std::vector<OpDef>& ops) {
                          {"beta", AttrKind::Float, AttrValue{0.75}, "exponent"},
                          {"bias", AttrKind::Float, AttrValue{1.0}, "offset"}},
                         emit_lrn));
+  ops.back().gradient = "lrn_grad";
+  ops.push_back(make_op("lrn_grad", "normalization-backward", "gradient of lrn: dX from X and dY",
+                        {{"X"}, {"dY"}}, {{"dX"}}, ops.back().attrs, emit_lrn_grad));
   ops.push_back(make_op("cast_like", "data-movement", "X converted to Target's dtype (ONNX CastLike)",
                         {{"X"}, {"Target"}}, {{"Y"}}, {}, emit_cast_like));
   ops.push_back(make_op("reverse_sequence", "data-movement",

@@ -1,8 +1,7 @@
 // Pooling in NCHW-style layout for any number of spatial dimensions: max_pool and
 // average_pool (kernel_shape, strides, pads, dilations, ceil_mode, auto_pad,
 // count_include_pad), global_average_pool and global_max_pool, and their backward ops;
-// lp_pool and global_lp_pool (ONNX LpPool, GlobalLpPool), whose gradients graph autodiff
-// derives.
+// lp_pool and global_lp_pool (ONNX LpPool, GlobalLpPool) and theirs.
 //
 // Kernel IR infers an index's range from a tensor it indexes bare, and a pooling window
 // has no weight tensor to give the window offsets k0.. theirs. So each window op writes a
@@ -332,8 +331,7 @@ std::string lp_root(const std::string& s, int64_t p) {
   return fmt::format("pow({}, {})", s, float_literal(1.0 / static_cast<double>(p)));
 }
 
-// lp_pool: (sum over the window of |x|^p)^(1/p); padding adds nothing (ONNX LpPool). No
-// backward op of its own: graph autodiff derives it from this kernel.
+// lp_pool: (sum over the window of |x|^p)^(1/p); padding adds nothing (ONNX LpPool).
 void emit_lp_pool(OpContext& ctx) {
   const PoolShape p = pool_shape(ctx, true);
   const int64_t e = lp_exponent(ctx);
@@ -358,6 +356,54 @@ void emit_global_lp_pool(OpContext& ctx) {
   ctx.local("s", compute_type(dt), g.out_shape);
   ctx.stmt(access("s", g.lhs) + " += " + lp_power(access("X", g.in), e));
   ctx.stmt(access("Y", g.lhs) + " = " + cast_to(dt, lp_root(access("s", g.lhs), e)));
+}
+
+// lp_pool_grad: dX = sign(x) |x|^(p-1) * (sum over the windows holding x of dY / Y^(p-1)),
+// Y recomputed from X; a window whose Y is 0 passes no gradient.
+void emit_lp_pool_grad(OpContext& ctx) {
+  const PoolShape p = pool_shape(ctx, true);
+  check_dy(ctx, p.out_shape);
+  const int64_t e = lp_exponent(ctx);
+  const DType dt = ctx.in("X").dtype, acc = compute_type(dt);
+  ctx.input("X");
+  ctx.input("dY");
+  ctx.output("dX", dt, ctx.in("X").shape);
+  const std::string kflat = declare_window(ctx, p.w);
+  const std::vector<std::string> lhs = concat({"n", "c"}, index_names(p.rank, "y"));
+  ctx.local("s", acc, p.out_shape);
+  ctx.stmt(access("s", lhs) + " += " + kflat + " >= 0 ? " + lp_power(window_read(p, "X", "0"), e) + " : 0");
+  ctx.local("g", acc, p.out_shape);
+  const std::string y = lp_root(access("s", lhs), e);
+  ctx.stmt(access("g", lhs) + " = " + access("s", lhs) + " > 0 ? " + access("dY", lhs) +
+           (e == 1 ? "" : fmt::format(" / pow({}, {})", y, float_literal(static_cast<double>(e - 1)))) + " : 0");
+  const BackRead b = back_read(p);
+  std::vector<std::string> conds = b.conds;
+  conds.push_back(kflat + " >= 0");
+  const std::vector<std::string> h = concat({"n", "c"}, index_names(p.rank, "h"));
+  ctx.local("t", acc, ctx.in("X").shape);
+  ctx.stmt(access("t", h) + " += " + conjunction(conds) + " ? " + guarded("g", concat({"n", "c"}, b.idx), b.guard, "0") +
+           " : 0");
+  const std::string x = access("X", h);
+  const std::string slope = e == 1 ? "sign(" + x + ")"
+                                   : fmt::format("sign({}) * pow(abs({}), {})", x, x, float_literal(static_cast<double>(e - 1)));
+  ctx.stmt(access("dX", h) + " = " + cast_to(dt, slope + " * " + access("t", h)));
+}
+
+void emit_global_lp_pool_grad(OpContext& ctx) {
+  const GlobalShape g = global_shape(ctx);
+  check_dy(ctx, g.out_shape);
+  const int64_t e = lp_exponent(ctx);
+  const DType dt = ctx.in("X").dtype, acc = compute_type(dt);
+  ctx.input("X");
+  ctx.input("dY");
+  ctx.output("dX", dt, ctx.in("X").shape);
+  ctx.local("s", acc, g.out_shape);
+  ctx.stmt(access("s", g.lhs) + " += " + lp_power(access("X", g.in), e));
+  const std::string x = access("X", g.in), s0 = access("s", g.at0), dy = access("dY", g.at0);
+  const std::string slope = e == 1 ? "sign(" + x + ")"
+                                   : fmt::format("sign({}) * pow(abs({}), {})", x, x, float_literal(static_cast<double>(e - 1)));
+  const std::string scale = e == 1 ? dy : fmt::format("{} / pow({}, {})", dy, lp_root(s0, e), float_literal(static_cast<double>(e - 1)));
+  ctx.stmt(access("dX", g.in) + " = " + cast_to(dt, s0 + " > 0 ? " + slope + " * " + scale + " : 0"));
 }
 
 std::vector<AttrSpec> pool_attrs(bool average) {
@@ -431,12 +477,16 @@ void add_pool_ops(std::vector<OpDef>& ops) {
   const AttrSpec p_attr{"p", AttrKind::Int, AttrValue{int64_t{2}}, "the norm's exponent (an integer >= 1)"};
   std::vector<AttrSpec> lp_attrs = pool_attrs(false);
   lp_attrs.push_back(p_attr);
-  ops.push_back(make_op("lp_pool", "pooling",
-                        "(sum of |x|^p over sliding windows)^(1/p) (N, C, spatial...; ONNX LpPool)",
-                        {{"X"}}, {{"Y"}}, lp_attrs, emit_lp_pool));
-  ops.push_back(make_op("global_lp_pool", "pooling",
-                        "(sum of |x|^p over all spatial positions)^(1/p) (ONNX GlobalLpPool)", {{"X"}},
-                        {{"Y"}}, {p_attr}, emit_global_lp_pool));
+  add_pair(ops,
+           make_op("lp_pool", "pooling",
+                   "(sum of |x|^p over sliding windows)^(1/p) (N, C, spatial...; ONNX LpPool)", {{"X"}},
+                   {{"Y"}}, lp_attrs, emit_lp_pool),
+           emit_lp_pool_grad);
+  add_pair(ops,
+           make_op("global_lp_pool", "pooling",
+                   "(sum of |x|^p over all spatial positions)^(1/p) (ONNX GlobalLpPool)", {{"X"}}, {{"Y"}},
+                   {p_attr}, emit_global_lp_pool),
+           emit_global_lp_pool_grad);
 }
 
 } // namespace unitile::ops
