@@ -391,17 +391,16 @@ void emit_lp_pool_grad(OpContext& ctx) {
   const std::string y = lp_root(access("s", lhs), e);
   ctx.stmt(access("g", lhs) + " = " + access("s", lhs) + " > 0 ? " + access("dY", lhs) +
            (e == 1 ? "" : fmt::format(" / pow({}, {})", y, float_literal(static_cast<double>(e - 1)))) + " : 0");
-  const BackRead b = back_read(p);
-  std::vector<std::string> conds = b.conds;
-  conds.push_back(kflat + " >= 0");
+  const BackRead b = back_read(ctx, p);
   const std::vector<std::string> h = concat({"n", "c"}, index_names(p.rank, "h"));
-  ctx.local("t", acc, ctx.in("X").shape);
-  ctx.stmt(access("t", h) + " += " + conjunction(conds) + " ? " + guarded("g", concat({"n", "c"}, b.idx), b.guard, "0") +
-           " : 0");
+  const std::string value = guarded("g", concat({"n", "c"}, b.idx), b.guard, "0");
+  const std::string cond = conjunction(b.conds);
+  ctx.local("gsum", acc, ctx.in("X").shape);
+  ctx.stmt(access("gsum", h) + (b.reduces ? " += " : " = ") + (cond.empty() ? value : cond + " ? " + value + " : 0"));
   const std::string x = access("X", h);
   const std::string slope = e == 1 ? "sign(" + x + ")"
                                    : fmt::format("sign({}) * pow(abs({}), {})", x, x, float_literal(static_cast<double>(e - 1)));
-  ctx.stmt(access("dX", h) + " = " + cast_to(dt, slope + " * " + access("t", h)));
+  ctx.stmt(access("dX", h) + " = " + cast_to(dt, slope + " * " + access("gsum", h)));
 }
 
 void emit_global_lp_pool_grad(OpContext& ctx) {
