@@ -267,7 +267,7 @@ TEST_F(CudaCompile, MatrixUnitGemmsCompileToMmaSync) {
     EXPECT_THAT(ptx, HasSubstr("st.shared")); // the staged A and B tiles
     EXPECT_THAT(ptx, HasSubstr("ld.shared"));
     EXPECT_THAT(ptx, HasSubstr("bar.sync"));
-    EXPECT_THAT(ptx, HasSubstr(".maxntid 32, 4, 1")); // 4 warps of 32 lanes
+    EXPECT_THAT(ptx, HasSubstr(".maxntid 128, 1, 1")); // 4 warps of 32 lanes
   }
   std::vector<uint8_t> tf32 = build(gemm("f32", "schedule { matrix_unit C tf32 }"), h.assembly_flags);
   std::string ptx(tf32.begin(), tf32.end());

@@ -74,6 +74,12 @@ TEST(HcdBuiltin, NvidiaH200MatchesPublicSpecs) {
   EXPECT_EQ(mma.k, 16);
   EXPECT_EQ(mma.input_dtypes, (std::vector<DType>{DType::F16, DType::BF16}));
   EXPECT_EQ(mma.accumulator, DType::F32);
+  EXPECT_EQ(mma.precision, "inputs");
+  // TF32: f32 operands, multiplied at tf32 precision (the scheduler's opt-in).
+  const MatrixUnit& tf32 = h.matrix_units[1];
+  EXPECT_EQ(tf32.k, 8);
+  EXPECT_EQ(tf32.input_dtypes, std::vector<DType>{DType::F32});
+  EXPECT_EQ(tf32.precision, "tf32");
   EXPECT_GT(h.peak_gflops.at(DType::BF16), h.peak_gflops.at(DType::F32));
 }
 
