@@ -241,7 +241,7 @@ std::vector<std::string> matrix_reasons(const MatrixSite& s, const MatrixTiles& 
                           s.output, s.statement, s.M, s.N, s.K, s.k, s.unit.m, s.unit.n, s.unit.k,
                           dtype_name(s.input), s.tf32 ? ", operands rounded to tf32" : ""));
   r.push_back(fmt::format("  block tile {}x{} in k blocks of {}: {} warps of {} lanes ({} x {}), each {}x{} = {}x{} "
-                          "unit tiles, {} accumulator registers per lane",
+                          "unit tiles, {} f32 accumulators per lane",
                           t.bm, t.bn, t.bk, t.warps_m * t.warps_n, lanes, t.warps_m, t.warps_n, wm, wn,
                           wm / s.unit.m, wn / s.unit.n, wm * wn / lanes));
   const auto [scope, bytes] = staging(h);
