@@ -497,17 +497,216 @@ def extended_cases():
     c["max_pool_grad"] = {"inputs": {"X": ("f32", (NB, 64, 112, 112), "any"), "dY": ("f32", (NB, 64, 56, 56), "any")},
                           "attrs": {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]},
                           "torch": backward(lambda i, a: F.max_pool2d(i["X"], 3, 2, 1), ["X"], ["dY"], ["dX"])}
+    c.update(coverage_cases(c))
     return c
+
+
+def torch_rope_grad(dy):
+    """rotary_embedding's backward: the inverse rotation (the op is linear in X)."""
+    n, d = dy.shape[-2], dy.shape[-1]
+    if (n, d) not in ROPE:
+        ROPE[(n, d)] = rope_tables(n, d)
+    c, s = ROPE[(n, d)]
+    d1, d2 = dy[..., : d // 2], dy[..., d // 2:]
+    return torch.cat([d1 * c + d2 * s, d2 * c - d1 * s], dim=-1)
+
+
+def coverage_cases(c):
+    """Cases of the ops the bf16ops sweep still lacked (backward ops, the ONNX additions),
+    at the same shapes as their forward cases. dropout alone has none: its mask is
+    Unitile's own counter hash, which no PyTorch call reproduces (dropout_grad takes the
+    mask as an input, so it is compared)."""
+    IMG = (NB, 64, 56, 56)
+    QKV = (min(NB, 2), 12, S, 64)
+    B2 = min(NB, 2)
+    base = base_cases()
+    out = {}
+    fwd = dict(base)
+    fwd.update(c)
+    # Unary backward ops: autograd of the forward case's PyTorch function.
+    for name in ("acos", "acosh", "asin", "asinh", "atan", "atanh", "cosh", "sinh", "tan", "exp2", "expm1",
+                 "log1p", "log2", "celu", "selu", "softsign", "hard_sigmoid", "shrink", "thresholded_relu",
+                 "clip", "identity"):
+        case = fwd[name]
+        f, attrs = case["torch"], case.get("attrs", {})
+        g = unary_grad(lambda x, f=f, attrs=attrs: f({"X": x}, attrs)["Y"], case["inputs"]["X"][2])
+        if attrs:
+            g["attrs"] = attrs
+        out[name + "_grad"] = g
+    out["cast_grad"] = {"inputs": {"X": ("f32", (T, H), "any"), "dY": ("f64", (T, H), "any")}, "attrs": {"to": "f64"},
+                        "torch": backward(lambda i, a: i["X"].double(), ["X"], ["dY"], ["dX"])}
+    for name, fn, domain in (("atan2", torch.atan2, "nonzero"), ("fmod", torch.fmod, "nonzero"),
+                             ("mod", torch.remainder, "nonzero"), ("min", torch.minimum, "any"),
+                             ("prelu", F.prelu, "any")):
+        out[name + "_grad"] = binary_grad(fn, domain)
+    for name, fn, domain in (("reduce_l1", lambda x: x.abs().sum(-1, keepdim=True), "any"),
+                             ("reduce_l2", lambda x: x.norm(dim=-1, keepdim=True), "any"),
+                             ("reduce_log_sum", lambda x: x.sum(-1, keepdim=True).log(), "pos"),
+                             ("reduce_min", lambda x: x.amin(-1, keepdim=True), "any"),
+                             ("reduce_prod", lambda x: x.prod(-1, keepdim=True), "near1"),
+                             ("std", lambda x: x.std(-1, keepdim=True, correction=0), "any")):
+        out[name + "_grad"] = reduction_grad(fn, domain)
+    # Data movement: the backward of a view is a copy, sum or scatter of dY.
+    def view_grad(x_shape, y_shape, fn, attrs):
+        return {"inputs": {"X": ("f32", x_shape, "any"), "dY": ("f32", y_shape, "any")}, "attrs": attrs,
+                "torch": backward(lambda i, a: fn(i["X"]), ["X"], ["dY"], ["dX"])}
+    out["reshape_grad"] = view_grad((T, H), (NB, S, H), lambda x: x.reshape(NB, S, H), {"shape": [NB, S, H]})
+    out["flatten_grad"] = view_grad((NB, S, H), (T, H), lambda x: x.reshape(T, H), {"axis": 2})
+    out["squeeze_grad"] = view_grad((T, 1, H), (T, H), lambda x: x.squeeze(1), {"axes": [1]})
+    out["unsqueeze_grad"] = view_grad((T, H), (T, 1, H), lambda x: x.unsqueeze(1), {"axes": [1]})
+    out["expand_grad"] = view_grad((1, S, H), (NB, S, H), lambda x: x.expand(NB, S, H), {"shape": [NB, S, H]})
+    out["slice_grad"] = view_grad((NB, S, H), (NB, len(range(1, S, 2)), H), lambda x: x[:, 1::2],
+                                  {"starts": [1], "ends": [S], "axes": [1], "steps": [2]})
+    out["transpose_grad"] = view_grad((NB, S, 12, 64), (NB, 12, S, 64), lambda x: x.permute(0, 2, 1, 3),
+                                      {"perm": [0, 2, 1, 3]})
+    out["flip_grad"] = view_grad((T, H), (T, H), lambda x: torch.flip(x, [0]), {"axes": [0]})
+    out["tile_grad"] = view_grad((S, H), (T, H), lambda x: x.repeat(NB, 1), {"repeats": [NB, 1]})
+    out["pad_grad"] = view_grad((NB, S, H), (NB, S + 16, H), lambda x: F.pad(x, (0, 0, 0, 16)),
+                                {"pads": [0, 0, 0, 0, 16, 0]})
+    out["tril_grad"] = view_grad((12, S, S), (12, S, S), lambda x: torch.tril(x), {"k": 0})
+    out["triu_grad"] = view_grad((12, S, S), (12, S, S), lambda x: torch.triu(x, 1), {"k": 1})
+    out["depth_to_space_grad"] = view_grad((NB, 256, 32, 32), (NB, 64, 64, 64), lambda x: F.pixel_shuffle(x, 2),
+                                           {"blocksize": 2, "mode": "CRD"})
+    out["space_to_depth_grad"] = view_grad((NB, 64, 64, 64), (NB, 256, 32, 32), lambda x: space_to_depth(x, 2),
+                                           {"blocksize": 2})
+    out["resize_grad"] = view_grad(IMG, (NB, 64, 112, 112),
+                                   lambda x: F.interpolate(x, scale_factor=2, mode="bilinear"),
+                                   {"scales": [1, 1, 2, 2], "mode": "linear"})
+    out["average_pool_grad"] = view_grad((NB, 64, 112, 112), (NB, 64, 56, 56), lambda x: F.avg_pool2d(x, 2, 2),
+                                         {"kernel_shape": [2, 2], "strides": [2, 2]})
+    out["global_average_pool_grad"] = view_grad((NB, H, 14, 14), (NB, H, 1, 1),
+                                                lambda x: x.mean((2, 3), keepdim=True), {})
+    out["global_max_pool_grad"] = view_grad((NB, H, 14, 14), (NB, H, 1, 1),
+                                            lambda x: x.amax((2, 3), keepdim=True), {})
+    out["cumsum_grad"] = {"inputs": {"dY": ("f32", (T, H), "any")}, "attrs": {"axis": -1}, "tol": (1e-4, 1e-3),
+                          "torch": lambda i, a: {"dX": i["dY"].flip(-1).cumsum(-1).flip(-1)}}
+    out["concat_grad"] = {"inputs": {"X0": ("f32", (T, H), "any"), "X1": ("f32", (T, H), "any"),
+                                     "dY": ("f32", (T, 2 * H), "any")}, "attrs": {"axis": -1},
+                          "torch": backward(lambda i, a: torch.cat([i["X0"], i["X1"]], -1), ["X0", "X1"], ["dY"],
+                                            ["dX0", "dX1"])}
+    out["split_grad"] = {"inputs": {"X": ("f32", (T, 3 * H), "any"), "dY0": ("f32", (T, H), "any"),
+                                    "dY1": ("f32", (T, H), "any"), "dY2": ("f32", (T, H), "any")},
+                         "attrs": {"axis": -1, "num_outputs": 3},
+                         "torch": backward(lambda i, a: i["X"].split(H, -1), ["X"], ["dY0", "dY1", "dY2"], ["dX"])}
+    out["where_grad"] = {"inputs": {"Cond": ("bool", (T, H), "mask"), "A": ("f32", (T, H), "any"),
+                                    "B": ("f32", (H,), "any"), "dY": ("f32", (T, H), "any")}, "tol": (1e-4, 1e-3),
+                         "torch": backward(lambda i, a: torch.where(i["Cond"], i["A"], i["B"]), ["A", "B"], ["dY"],
+                                           ["dA", "dB"])}
+    # Indexing: the backward of a gather is a scatter-add of dY.
+    out["gather_grad"] = {"inputs": {"X": ("f32", (V, H), "any"), "Idx": ("i64", (NB, S), ("idx", V)),
+                                     "dY": ("f32", (NB, S, H), "any")}, "attrs": {"axis": 0}, "tol": (1e-4, 1e-4),
+                          "torch": backward(lambda i, a: i["X"][i["Idx"]], ["X"], ["dY"], ["dX"])}
+    out["index_select_grad"] = {"inputs": {"X": ("f32", (V, H), "any"), "Idx": ("i64", (T,), ("idx", V)),
+                                           "dY": ("f32", (T, H), "any")}, "attrs": {"dim": 0}, "tol": (1e-4, 1e-4),
+                                "torch": backward(lambda i, a: torch.index_select(i["X"], 0, i["Idx"]), ["X"],
+                                                  ["dY"], ["dX"])}
+    out["gather_elements_grad"] = {"inputs": {"X": ("f32", (T, H), "any"), "Idx": ("i64", (T, 64), ("idx", H)),
+                                              "dY": ("f32", (T, 64), "any")}, "attrs": {"axis": 1},
+                                   "tol": (1e-4, 1e-4),
+                                   "torch": backward(lambda i, a: torch.gather(i["X"], 1, i["Idx"]), ["X"], ["dY"],
+                                                     ["dX"])}
+    out["gather_nd_grad"] = {"inputs": {"X": ("f32", (V, H), "any"), "Idx": ("i64", (T, 1), ("idx", V)),
+                                        "dY": ("f32", (T, H), "any")}, "tol": (1e-4, 1e-4),
+                             "torch": backward(lambda i, a: i["X"][i["Idx"][:, 0]], ["X"], ["dY"], ["dX"])}
+    out["scatter_elements_grad"] = {
+        "inputs": {"X": ("f32", (T, H), "any"), "Idx": ("i64", (T, 64), ("idx", H)), "U": ("f32", (T, 64), "any"),
+                   "dY": ("f32", (T, H), "any")}, "attrs": {"axis": 1, "reduction": "add"},
+        "torch": backward(lambda i, a: torch.scatter_add(i["X"], 1, i["Idx"], i["U"]), ["X", "U"], ["dY"],
+                          ["dX", "dU"])}
+    out["scatter_nd_grad"] = {
+        "inputs": {"X": ("f32", (V, H), "any"), "Idx": ("i64", (S, 1), ("idx", V)), "U": ("f32", (S, H), "any"),
+                   "dY": ("f32", (V, H), "any")}, "attrs": {"reduction": "add"},
+        "torch": backward(lambda i, a: i["X"].index_add(0, i["Idx"][:, 0], i["U"]), ["X", "U"], ["dY"],
+                          ["dX", "dU"])}
+    out["topk_grad"] = {"inputs": {"X": ("f32", (T, H), "any"), "Indices": ("i64", (T, 8), ("distinct", H)),
+                                   "dValues": ("f32", (T, 8), "any")}, "attrs": {"k": 8},
+                        "torch": lambda i, a: {"dX": torch.zeros_like(i["X"]).scatter_add_(1, i["Indices"],
+                                                                                          i["dValues"])}}
+    # Normalization, matmul family, attention, losses.
+    norm_in = {"X": ("f32", IMG, "any"), "Scale": ("f32", (64,), "any"), "dY": ("f32", IMG, "any")}
+    out["batchnorm_grad"] = {
+        "inputs": {"X": ("f32", IMG, "any"), "Scale": ("f32", (64,), "any"), "Mean": ("f32", (64,), "any"),
+                   "Var": ("f32", (64,), "pos"), "dY": ("f32", IMG, "any")}, "tol": (1e-4, 1e-3),
+        "torch": backward(lambda i, a: F.batch_norm(i["X"], i["Mean"], i["Var"], i["Scale"], i["B0"],
+                                                    training=False), ["X", "Scale", "B0"], ["dY"], ["dX", "dScale", "dB"])}
+    out["batchnorm_training_grad"] = {
+        "inputs": dict(norm_in), "tol": (1e-4, 1e-3),
+        "torch": backward(lambda i, a: F.batch_norm(i["X"], None, None, i["Scale"], i["B0"], training=True),
+                          ["X", "Scale", "B0"], ["dY"], ["dX", "dScale", "dB"])}
+    out["groupnorm_grad"] = {
+        "inputs": dict(norm_in), "attrs": {"num_groups": 32}, "tol": (1e-4, 1e-3),
+        "torch": backward(lambda i, a: F.group_norm(i["X"], 32, i["Scale"], i["B0"]), ["X", "Scale", "B0"], ["dY"],
+                          ["dX", "dScale", "dB"])}
+    out["instancenorm_grad"] = {
+        "inputs": dict(norm_in), "tol": (1e-4, 1e-3),
+        "torch": backward(lambda i, a: F.instance_norm(i["X"], weight=i["Scale"], bias=i["B0"]), ["X", "Scale", "B0"],
+                          ["dY"], ["dX", "dScale", "dB"])}
+    out["gemm_grad"] = {
+        "inputs": {"A": ("f32", (T, H), "any"), "B": ("f32", (3 * H, H), "any"), "C": ("f32", (3 * H,), "any"),
+                   "dY": ("f32", (T, 3 * H), "any")}, "attrs": {"transB": 1}, "tol": (1e-4, 1e-3),
+        "torch": backward(lambda i, a: torch.addmm(i["C"], i["A"], i["B"].t()), ["A", "B", "C"], ["dY"],
+                          ["dA", "dB", "dC"])}
+    out["einsum_grad"] = {
+        "inputs": {"X0": ("f32", QKV, "any"), "X1": ("f32", QKV, "any"), "dY": ("f32", QKV[:3] + (S,), "any")},
+        "attrs": {"equation": "bhnd,bhmd->bhnm"}, "tol": (1e-4, 1e-3),
+        "torch": backward(lambda i, a: torch.einsum("bhnd,bhmd->bhnm", i["X0"], i["X1"]), ["X0", "X1"], ["dY"],
+                          ["dX0", "dX1"])}
+    out["multi_head_attention_grad"] = {
+        "inputs": {"Q": ("f32", (B2, S, H), "any"), "K": ("f32", (B2, S, H), "any"), "V": ("f32", (B2, S, H), "any"),
+                   "dY": ("f32", (B2, S, H), "any")}, "attrs": {"num_heads": 12, "causal": 1}, "tol": (1e-4, 1e-3),
+        "torch": backward(torch_mha, ["Q", "K", "V"], ["dY"], ["dQ", "dK", "dV"])}
+    out["rotary_embedding_grad"] = {"inputs": {"dY": ("f32", (NB, 12, S, 64), "any")}, "tol": (1e-4, 1e-4),
+                                    "torch": lambda i, a: {"dX": torch_rope_grad(i["dY"])}}
+    out["conv_transpose_grad"] = {
+        "inputs": {"X": ("f32", (B2, 64, 28, 28), "any"), "W": ("f32", (64, 32, 4, 4), "any"),
+                   "dY": ("f32", (B2, 32, 56, 56), "any")}, "attrs": {"strides": [2, 2], "pads": [1, 1, 1, 1]},
+        "tol": (1e-4, 1e-3),
+        "torch": backward(lambda i, a: F.conv_transpose2d(i["X"], i["W"], i["B0"], stride=2, padding=1),
+                          ["X", "W", "B0"], ["dY"], ["dX", "dW", "dB"])}
+    out["nll_loss_grad"] = {"inputs": {"X": ("f32", (T, V), "any"), "T": ("i64", (T,), ("idx", V)),
+                                       "dY": ("f32", (), "any")},
+                            "torch": backward(lambda i, a: F.nll_loss(i["X"], i["T"]), ["X"], ["dY"], ["dX"])}
+    out["mse_loss_grad"] = {"inputs": {"A": ("f32", (T, H), "any"), "B": ("f32", (T, H), "any"),
+                                       "dY": ("f32", (), "any")},
+                            "torch": backward(lambda i, a: F.mse_loss(i["A"], i["B"]), ["A", "B"], ["dY"], ["dA", "dB"])}
+    out["dropout_grad"] = {"inputs": {"dY": ("f32", (T, H), "any"), "Mask": ("bool", (T, H), "mask")},
+                           "attrs": {"ratio": 0.1, "training_mode": 1},
+                           "torch": lambda i, a: {"dX": i["dY"] * i["Mask"] / 0.9}}
+    # ONNX additions.
+    three = {"X0": ("f32", (T, H), "any"), "X1": ("f32", (T, H), "any"), "X2": ("f32", (T, H), "any")}
+    out["add_n"] = {"inputs": dict(three), "torch": lambda i, a: {"Y": i["X0"] + i["X1"] + i["X2"]}}
+    out["mean_n"] = {"inputs": dict(three), "torch": lambda i, a: {"Y": (i["X0"] + i["X1"] + i["X2"]) / 3}}
+    out["add_n_grad"] = {"inputs": dict(three, dY=("f32", (T, H), "any")),
+                         "torch": backward(lambda i, a: i["X0"] + i["X1"] + i["X2"], ["X0", "X1", "X2"], ["dY"],
+                                           ["dX0", "dX1", "dX2"])}
+    out["mean_n_grad"] = {"inputs": dict(three, dY=("f32", (T, H), "any")),
+                          "torch": backward(lambda i, a: (i["X0"] + i["X1"] + i["X2"]) / 3, ["X0", "X1", "X2"],
+                                            ["dY"], ["dX0", "dX1", "dX2"])}
+    out["hardmax"] = {"inputs": {"X": ("f32", (T, H), "any")}, "attrs": {"axis": -1},
+                      "torch": lambda i, a: {"Y": F.one_hot(i["X"].argmax(-1), H).float()}}
+    out["eye_like"] = {"inputs": {"X": ("f32", (T, H), "any")}, "attrs": {"k": 0},
+                       "torch": lambda i, a: {"Y": torch.eye(T, H)}}
+    out["lp_normalization"] = {"inputs": {"X": ("f32", (T, H), "any")}, "attrs": {"axis": -1, "p": 2},
+                               "torch": lambda i, a: {"Y": F.normalize(i["X"], p=2.0, dim=-1)}}
+    out["mean_variance_normalization"] = {
+        "inputs": {"X": ("f32", IMG, "any")}, "tol": (1e-4, 1e-4),
+        "torch": lambda i, a: {"Y": (i["X"] - i["X"].mean((0, 2, 3), keepdim=True)) /
+                               (i["X"].var((0, 2, 3), keepdim=True, correction=0).sqrt() + 1e-9)}}
+    return out
 
 
 # Backward cases that take a zero bias the op has no port for (linear_grad's, layernorm's,
 # conv's dB): PyTorch gets it as B0, made here so Unitile is not given it.
-BIAS_FOR = {"linear_grad": ("W", 0), "layernorm_grad": ("Scale", 0), "conv_grad": ("W", 0)}
+BIAS_FOR = {"linear_grad": ("W", 0), "layernorm_grad": ("Scale", 0), "conv_grad": ("W", 0),
+            "conv_transpose_grad": ("W", 1), "batchnorm_grad": ("Scale", 0), "batchnorm_training_grad": ("Scale", 0),
+            "groupnorm_grad": ("Scale", 0), "instancenorm_grad": ("Scale", 0)}
 
 
 def sample(rng, dtype, shape, domain):
     if dtype == "bool":
         return rng.uniform(size=shape) < 0.5
+    if isinstance(domain, tuple) and domain[0] == "distinct":  # per row, no index twice
+        return np.argsort(rng.uniform(size=shape[:-1] + (domain[1],)), -1)[..., :shape[-1]].astype(np.int64)
     if isinstance(domain, tuple) and domain[0] == "idx":
         return rng.integers(0, domain[1], size=shape).astype({"i64": np.int64, "i32": np.int32}[dtype])
     if domain == "int":

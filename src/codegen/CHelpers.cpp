@@ -5,6 +5,8 @@
 // passes to the compiler (-ffast-math included). They match the sim device bit for bit.
 #include "codegen/CHelpers.h"
 
+#include "codegen/VectorMath.h"
+
 #include "ir/Diagnostic.h"
 
 #include <fmt/core.h>
@@ -195,6 +197,11 @@ const char* dtype_ctype(DType t) {
     return "int32_t";
   case DType::I64:
     return "int64_t";
+  case DType::I8:
+    return "int8_t";
+  case DType::U8:
+  case DType::Bool:
+    return "uint8_t";
   default:
     return nullptr;
   }
@@ -358,7 +365,14 @@ std::string vector_type_name(DType elem, int lanes) {
 }
 
 DType vector_mask_elem(DType elem) {
-  return dtype_bytes(elem) == 8 ? DType::I64 : DType::I32;
+  switch (dtype_bytes(elem)) {
+  case 1:
+    return DType::I8;
+  case 8:
+    return DType::I64;
+  default:
+    return DType::I32;
+  }
 }
 
 void CHelperSet::need(std::string_view name) {
@@ -378,6 +392,14 @@ std::string CHelperSet::need_vector(DType elem, int lanes) {
                      "vector lanes must be a power of two");
   vectors_.insert({static_cast<int>(elem), lanes});
   return vector_type_name(elem, lanes);
+}
+
+std::string CHelperSet::need_lane_math(DType elem, int lanes, MathFn fn) {
+  UT_INTERNAL_ASSERT(has_lane_math(fn, elem), std::string("no lane-wise ") + math_fn_name(fn) +
+                                                  " of " + std::string(dtype_name(elem)));
+  std::string v = need_vector(elem, lanes);
+  lane_math_[{static_cast<int>(elem), lanes}].insert(math_fn_name(fn));
+  return v + "_" + math_fn_name(fn);
 }
 
 // Helper `name`'s definition in dialect `d`.
@@ -411,6 +433,8 @@ std::string CHelperSet::text(const CDialect& d) const {
     s += "#pragma GCC diagnostic ignored \"-Wpsabi\"\n";
   for (auto [elem, lanes] : vectors_)
     s += vector_text(d, static_cast<DType>(elem), lanes);
+  for (const auto& [type, names] : lane_math_)
+    s += lane_math_text(d, static_cast<DType>(type.first), type.second, names);
   return s;
 }
 

@@ -7,6 +7,9 @@
 #include "codegen/CDialect.h"
 #include "ir/Type.h"
 
+#include "ir/Expr.h"
+
+#include <map>
 #include <set>
 #include <string>
 #include <string_view>
@@ -19,9 +22,13 @@ public:
   /// Request scalar helper `name` (e.g. "ut_f32_to_f16", "ut_max_f32"); an unknown name
   /// is a compiler bug.
   void need(std::string_view name);
-  /// Request the vector type of `lanes` elements of `elem` (f32, f64, i32, i64) and its
+  /// Request the vector type of `lanes` elements of `elem` (f32, f64, i32, i64, i8, u8,
+  /// bool) and its
   /// helpers; returns its name, e.g. "ut_v8f32". The lane count must be a power of two.
   std::string need_vector(DType elem, int lanes);
+  /// Request the lane-wise math helper `fn` (VectorMath.h) of that vector type, which
+  /// it also requests; returns the helper's name, e.g. "ut_v8f32_log1p".
+  std::string need_lane_math(DType elem, int lanes, MathFn fn);
   bool empty() const { return scalars_.empty() && vectors_.empty(); }
   /// C definitions of everything requested (dependencies first), in a fixed order, as
   /// dialect `d` declares them (its helper qualifier and its own definitions of some).
@@ -30,6 +37,7 @@ public:
 private:
   std::set<std::string> scalars_;
   std::set<std::pair<int, int>> vectors_; // (dtype, lanes)
+  std::map<std::pair<int, int>, std::set<std::string>> lane_math_; // (dtype, lanes) -> names
 };
 
 /// Name of the vector type of `lanes` elements of `elem`: ut_v<lanes><dtype>.

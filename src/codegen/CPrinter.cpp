@@ -4,6 +4,7 @@
 #include "codegen/CHelpers.h"
 #include "codegen/IndexBounds.h"
 #include "codegen/VectorLoop.h"
+#include "codegen/VectorMath.h"
 
 #include <fmt/core.h>
 
@@ -1006,7 +1007,7 @@ private:
   // dialects that allow it (vector_tiles_with_scalar_access).
   int register_tile_lanes(const StmtNode& a) {
     if (a.scope != MemScope::Register || d_.vector_syntax == VectorSyntax::None ||
-        !vector_lane_type(a.dtype) || a.shape.empty())
+        !vector_lane_type(a.dtype) || byte_lane_type(a.dtype) || a.shape.empty())
       return 0;
     int lanes = hcd_.lanes_for(a.dtype);
     if (lanes < 2 || (lanes & (lanes - 1)) != 0 || lanes > d_.max_vector_lanes ||
@@ -1505,7 +1506,7 @@ private:
         first = st;
     if (!first)
       return false;
-    int lanes = hcd_.lanes_for(buffer(first->buffer).dtype);
+    int lanes = byte_lanes(*stores, hcd_.lanes_for(buffer(first->buffer).dtype));
     if (lanes < 2 || (lanes & (lanes - 1)) != 0 || lanes > d_.max_vector_lanes)
       return false;
     int64_t mn = 0, ext = 0;
@@ -1579,6 +1580,34 @@ private:
     return true;
   }
 
+  // The lanes of a loop that touches one-byte (bool, i8, u8) buffers: as many as the
+  // widest element touched fills a vector with (a comparison of f32 into bools: 8 on
+  // AVX2), so that no value needs more than one register. Loops without them, or with a
+  // register tile, keep `lanes` (the first store's).
+  int byte_lanes(const std::vector<const StmtNode*>& stores, int lanes) {
+    bool bytes = false;
+    int fewest = lanes;
+    for (const StmtNode* st : stores) {
+      if (st->kind != StmtKind::Store)
+        continue;
+      const BufferView& b = buffer(st->buffer);
+      if (b.vector_lanes)
+        return lanes;
+      bytes |= byte_lane_type(b.dtype);
+      fewest = std::min(fewest, hcd_.lanes_for(b.dtype));
+      visit(st->value, [&](const Expr& n) {
+        if (n->kind != ExprKind::Access)
+          return;
+        auto it = buffers_.find(n->name);
+        if (it == buffers_.end())
+          return;
+        bytes |= byte_lane_type(it->second.dtype);
+        fewest = std::min(fewest, hcd_.lanes_for(it->second.dtype));
+      });
+    }
+    return bytes ? fewest : lanes;
+  }
+
   // How scalar code names a buffer's elements (a register tile of vectors through a
   // pointer to its elements, which GCC's vector types may alias).
   std::string element_base(const std::string& name, const BufferView& b) {
@@ -1595,10 +1624,23 @@ private:
   std::string convert_vector(const std::string& x, DType from, DType to, int lanes) {
     if (from == to)
       return x;
+    if (to == DType::Bool) // 0 or 1, as C's conversion to bool
+      return mask_to_bool(fmt::format("({} != 0)", x), vector_mask_elem(from), lanes);
     std::string vt = helpers_.need_vector(to, lanes);
     if (d_.vector_syntax == VectorSyntax::OpenCL)
       return fmt::format("convert_{}{}({})", storage_type(to), lanes, x);
     return fmt::format("__builtin_convertvector({}, {})", x, vt);
+  }
+
+  // A lane mask (-1 or 0 in `mask_elem` lanes) as bool lanes (1 or 0).
+  std::string mask_to_bool(const std::string& mask, DType mask_elem, int lanes) {
+    helpers_.need_vector(mask_elem, lanes);
+    std::string vt = helpers_.need_vector(DType::Bool, lanes);
+    std::string narrowed =
+        d_.vector_syntax == VectorSyntax::OpenCL
+            ? fmt::format("convert_{}{}({})", storage_type(DType::Bool), lanes, mask)
+            : fmt::format("__builtin_convertvector({}, {})", mask, vt);
+    return fmt::format("({} & {}_splat(1))", narrowed, vt);
   }
 
   // `e` as a vector of `want` lanes; the loop variable `var` is lane 0's value.
@@ -1617,9 +1659,28 @@ private:
       return convert_vector(x, b.dtype, want, lanes);
     }
     case ExprKind::Unary:
+      if (e->unary_op == UnaryOp::Not)
+        return convert_vector(fmt::format("({} ^ {}_splat(1))",
+                                          vexpr(e->operands[0], DType::Bool, var, lanes),
+                                          helpers_.need_vector(DType::Bool, lanes)),
+                              DType::Bool, want, lanes);
       return convert_vector(fmt::format("(-{})", vexpr(e->operands[0], e->type, var, lanes)),
                             e->type, want, lanes);
     case ExprKind::Binary: {
+      if (is_comparison(e->binary_op)) {
+        DType p = promote(e->operands[0]->type, e->operands[1]->type);
+        std::string cmp = fmt::format("({} {} {})", vexpr(e->operands[0], p, var, lanes),
+                                      binary_op_token(e->binary_op),
+                                      vexpr(e->operands[1], p, var, lanes));
+        return convert_vector(mask_to_bool(cmp, vector_mask_elem(p), lanes), DType::Bool, want,
+                              lanes);
+      }
+      if (e->binary_op == BinaryOp::And || e->binary_op == BinaryOp::Or)
+        return convert_vector(fmt::format("({} {} {})",
+                                          vexpr(e->operands[0], DType::Bool, var, lanes),
+                                          e->binary_op == BinaryOp::And ? "&" : "|",
+                                          vexpr(e->operands[1], DType::Bool, var, lanes)),
+                              DType::Bool, want, lanes);
       std::string a = vexpr(e->operands[0], e->type, var, lanes),
                   b = vexpr(e->operands[1], e->type, var, lanes);
       return convert_vector(fmt::format("({} {} {})", a, binary_op_token(e->binary_op), b), e->type,
@@ -1643,15 +1704,16 @@ private:
       return convert_vector(convert_vector(x, from, e->type, lanes), e->type, want, lanes);
     }
     case ExprKind::Call: {
-      std::string et = helpers_.need_vector(e->type, lanes);
+      std::string fn = has_lane_math(e->math_fn, e->type)
+                           ? helpers_.need_lane_math(e->type, lanes, e->math_fn)
+                           : helpers_.need_vector(e->type, lanes) + "_" + math_fn_name(e->math_fn);
       if (e->operands.size() == 1)
-        return convert_vector(fmt::format("{}_{}({})", et, math_fn_name(e->math_fn),
-                                          vexpr(e->operands[0], e->type, var, lanes)),
-                              e->type, want, lanes);
+        return convert_vector(
+            fmt::format("{}({})", fn, vexpr(e->operands[0], e->type, var, lanes)), e->type, want,
+            lanes);
       std::string a = vexpr(e->operands[0], e->type, var, lanes),
                   b = vexpr(e->operands[1], e->type, var, lanes);
-      return convert_vector(fmt::format("{}_{}({}, {})", et, math_fn_name(e->math_fn), a, b),
-                            e->type, want, lanes);
+      return convert_vector(fmt::format("{}({}, {})", fn, a, b), e->type, want, lanes);
     }
     default:
       break;
@@ -1665,8 +1727,15 @@ private:
     DType m = vector_mask_elem(t);
     if (!uses_var(c, var))
       return fmt::format("{}_splat({} ? -1 : 0)", helpers_.need_vector(m, lanes), expr(c));
+    // A bool value that is no comparison of `t`'s width: its bool lanes compared with 0.
+    auto through_bool = [&] {
+      std::string b = convert_vector(vexpr(c, DType::Bool, var, lanes), DType::Bool, m, lanes);
+      return fmt::format("({} != {}_splat(0))", b, helpers_.need_vector(m, lanes));
+    };
     if (c->kind == ExprKind::Unary)
       return fmt::format("(~{})", vmask(c->operands[0], t, var, lanes));
+    if (c->kind != ExprKind::Binary)
+      return through_bool();
     if (c->binary_op == BinaryOp::And || c->binary_op == BinaryOp::Or)
       return fmt::format("({} {} {})", vmask(c->operands[0], t, var, lanes),
                          c->binary_op == BinaryOp::And ? "&" : "|",
@@ -1696,6 +1765,8 @@ private:
                          "{0}_splat(0))",
                          mt, ct, d0, lim, lane_offsets, binary_op_token(c->binary_op));
     }
+    if (!is_comparison(c->binary_op) || dtype_bytes(p) != dtype_bytes(t))
+      return through_bool();
     return fmt::format("({} {} {})", vexpr(c->operands[0], p, var, lanes),
                        binary_op_token(c->binary_op), vexpr(c->operands[1], p, var, lanes));
   }

@@ -1,6 +1,8 @@
 // The vector-extension eligibility analysis of vectorized loops (see VectorLoop.h).
 #include "codegen/VectorLoop.h"
 
+#include "codegen/VectorMath.h"
+
 #include <map>
 
 namespace unitile::codegen {
@@ -74,8 +76,11 @@ AccessStride access_stride(const std::vector<Expr>& indices, const std::vector<i
 }
 
 bool vector_lane_type(DType t) {
-  return t == DType::F32 || t == DType::F64 || t == DType::I32 || t == DType::I64;
+  return t == DType::F32 || t == DType::F64 || t == DType::I32 || t == DType::I64 ||
+         byte_lane_type(t);
 }
+
+bool byte_lane_type(DType t) { return t == DType::I8 || t == DType::U8 || t == DType::Bool; }
 
 namespace {
 
@@ -118,8 +123,22 @@ public:
       return access_stride(e->operands, *b->shape, var_) == AccessStride::Unit;
     }
     case ExprKind::Unary:
-      return e->unary_op == UnaryOp::Neg && value(e->operands[0], e->type);
+      if (e->unary_op == UnaryOp::Not)
+        return e->type == DType::Bool && value(e->operands[0], DType::Bool);
+      return e->unary_op == UnaryOp::Neg && !byte_lane_type(e->type) &&
+             value(e->operands[0], e->type);
     case ExprKind::Binary:
+      // A comparison's 0/1 result: the operands' mask narrowed to bool lanes.
+      // Only of one-byte operands: GCC 12 narrows a wider mask lane by lane, where its
+      // loop vectorizer, given the scalar loop, packs whole registers.
+      if (is_comparison(e->binary_op)) {
+        DType p = promote(e->operands[0]->type, e->operands[1]->type);
+        return dtype_bytes(p) == 1 && value(e->operands[0], p) && value(e->operands[1], p);
+      }
+      if (e->binary_op == BinaryOp::And || e->binary_op == BinaryOp::Or)
+        return value(e->operands[0], DType::Bool) && value(e->operands[1], DType::Bool);
+      if (byte_lane_type(e->type))
+        return false; // C computes narrow integers in int: keep the scalar code
       switch (e->binary_op) {
       case BinaryOp::Add:
       case BinaryOp::Sub:
@@ -137,6 +156,9 @@ public:
       // undefined out of range.
       if (is_float(e->operands[0]->type) && is_integer(e->type))
         return false;
+      // Narrowing into one-byte lanes: lane by lane in GCC 12 (see the comparisons).
+      if (byte_lane_type(e->type) && dtype_bytes(e->operands[0]->type) > 1)
+        return false;
       return value(e->operands[0], e->operands[0]->type);
     case ExprKind::Call:
       // exp, sigmoid, tanh and erf of f32 have lane-wise helpers (CHelpers.cpp).
@@ -144,6 +166,13 @@ public:
           (e->math_fn == MathFn::Exp || e->math_fn == MathFn::Sigmoid ||
            e->math_fn == MathFn::Tanh || e->math_fn == MathFn::Erf))
         return value(e->operands[0], e->type);
+      // So do the functions of VectorMath.h.
+      if (has_lane_math(e->math_fn, e->type)) {
+        for (const auto& a : e->operands)
+          if (!value(a, e->type))
+            return false;
+        return true;
+      }
       if (e->math_fn != MathFn::Min && e->math_fn != MathFn::Max)
         return false;
       return value(e->operands[0], e->type) && value(e->operands[1], e->type);
@@ -163,17 +192,20 @@ public:
       if (c->binary_op == BinaryOp::And || c->binary_op == BinaryOp::Or)
         return mask(c->operands[0], lanes) && mask(c->operands[1], lanes);
       if (!is_comparison(c->binary_op))
-        return false;
+        return c->type == DType::Bool && value(c, DType::Bool);
       DType p = promote(c->operands[0]->type, c->operands[1]->type);
       // An integer comparison affine in the loop variable (a causal mask's `j <= i`):
       // lane k compares (a - b at lane 0) + k*(slope), in mask-width integer lanes.
       if (is_integer(p) && affine_coefficient(c->operands[0], var_) && affine_coefficient(c->operands[1], var_))
         return true;
-      return dtype_bytes(p) == dtype_bytes(lanes) && value(c->operands[0], p) &&
-             value(c->operands[1], p);
+      if (dtype_bytes(p) == dtype_bytes(lanes) && value(c->operands[0], p) &&
+          value(c->operands[1], p))
+        return true;
+      return value(c, DType::Bool); // another width: through bool lanes
     }
     default:
-      return false;
+      // A bool value (a bool tensor's element, a cast): its lanes compared with 0.
+      return c->type == DType::Bool && value(c, DType::Bool);
     }
   }
 

@@ -3,8 +3,10 @@
 // A vectorized loop qualifies when its body is one or more Stores that are unit-stride in
 // the loop variable, whose values read memory only unit-stride (a vector load) or
 // invariantly (a broadcast), and which use nothing but + - * / min max select and casts
-// on f32/f64/i32/i64 lanes, lane-wise exp/sigmoid/tanh/erf of f32, and in select
-// conditions comparisons of integer indices affine in the loop variable (`j <= i`). Anything else (math calls, gathers, guarded reads, narrow or
+// on f32/f64/i32/i64 lanes, lane-wise math of f32 (exp/sigmoid/tanh/erf in CHelpers.cpp,
+// the functions of VectorMath.h), logic, comparisons, casts and selects on i8/u8/bool
+// lanes, and in select conditions comparisons of integer indices affine in the loop
+// variable (`j <= i`). Anything else (other math calls, gathers, guarded reads, i16 or
 // 16-bit float types) is printed as a scalar loop: correctness first, and the host
 // compiler may still vectorize it.
 #pragma once
@@ -29,6 +31,9 @@ AccessStride access_stride(const std::vector<Expr>& indices, const std::vector<i
 
 /// Element types a vector lane may hold.
 bool vector_lane_type(DType t);
+/// The one-byte ones among them (i8, u8, bool): bool lanes hold 0 or 1; no arithmetic
+/// on these lanes, only loads, stores, casts, selects, logic and comparisons.
+bool byte_lane_type(DType t);
 
 /// Looks up a buffer's dtype and shape by name (nullptr when unknown).
 struct VectorBufferInfo {

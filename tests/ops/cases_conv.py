@@ -167,6 +167,9 @@ def conv_cases():
         ((1, 2, 6, 7), (3, 2, 3, 2), {"auto_pad": "VALID", "strides": [2, 3]}, False, np.float32),
         ((1, 4, 6, 5), (4, 1, 3, 3), {"group": 4, "pads": [1, 1, 1, 1]}, True, np.float32),
         ((1, 2, 6, 5), (3, 2, 3, 3), {"pads": [1, 1, 1, 1]}, True, np.float16),
+        # big enough for the register-blocked GEMM schedule (the cases above are not)
+        ((2, 4, 12, 10), (8, 2, 3, 3), {"group": 2, "pads": [1, 1, 1, 1]}, True, np.float32),
+        ((2, 3, 32, 32), (16, 3, 4, 4), {"strides": [4, 4]}, True, np.float32),
     ]
     for xs, ws, attrs, bias, dt in conv:
         inputs = {"X": rand(*xs, dt=dt), "W": rand(*ws, dt=dt)}
@@ -181,6 +184,8 @@ def conv_cases():
                                       "dilations": [1, 2]}, np.float64),
         ((1, 2, 5, 4, 5), (2, 2, 2, 3, 2), {"pads": [1, 0, 1, 0, 1, 1], "strides": [2, 1, 2]},
          np.float32),
+        ((2, 4, 12, 10), (8, 4, 3, 3), {"pads": [1, 1, 1, 1]}, np.float32),
+        ((2, 3, 16, 16), (16, 3, 4, 4), {"strides": [4, 4]}, np.float32),
     ]
     for xs, ws, attrs, dt in grads:
         x, w = rand(*xs, dt=dt), rand(*ws, dt=dt)
@@ -193,6 +198,7 @@ def conv_cases():
         ((1, 4, 4, 3), (4, 3, 3, 2), {"group": 2, "strides": [2, 3], "dilations": [1, 2],
                                       "pads": [1, 1, 0, 2]}, True, np.float64),
         ((1, 2, 3, 2, 3), (2, 2, 2, 2, 3), {"strides": [2, 1, 2]}, False, np.float32),
+        ((2, 8, 6, 5), (8, 4, 3, 3), {"strides": [2, 2], "pads": [1, 1, 1, 1]}, True, np.float32),
     ]
     for xs, ws, attrs, bias, dt in transpose:
         inputs = {"X": rand(*xs, dt=dt), "W": rand(*ws, dt=dt)}

@@ -84,6 +84,25 @@ def cases():
                 return {"Y": c.astype(i["X"].dtype) if i["X"].dtype.kind == "i" else c}
             out.append(Case("cumsum", {"X": x}, ref,
                             attrs={"axis": axis, "exclusive": excl, "reverse": rev}))
+    # axes of 64 or more run as blocked GEMMs (the last axis, an inner axis, 1-D)
+    for shape, axis, excl, rev in (((6, 128), -1, False, False), ((6, 128), 1, True, False),
+                                   ((6, 128), 1, False, True), ((6, 128), 1, True, True),
+                                   ((3, 96, 17), 1, False, False), ((3, 96, 17), 1, True, True),
+                                   ((80,), 0, True, False)):
+        x = RNG.uniform(-1, 1, size=shape).astype(np.float32)
+
+        def ref(i, a, axis=axis, excl=excl, rev=rev):
+            x = i["X"].astype(np.float64)
+            if rev:
+                x = np.flip(x, axis=axis)
+            c = np.cumsum(x, axis=axis)
+            if excl:
+                c = c - x
+            if rev:
+                c = np.flip(c, axis=axis)
+            return {"Y": c}
+        out.append(Case("cumsum", {"X": x}, ref, attrs={"axis": axis, "exclusive": excl, "reverse": rev},
+                        scale=4))
     return out + grad_cases()
 
 
@@ -136,8 +155,8 @@ def grad_cases():
             attrs = {"axes": list(axes), "keepdims": kd}
             out.append(Case(name + "_grad", {"X": x, "dY": dy}, reduce_grad_ref(name, axes, kd),
                             attrs=attrs, scale=4))
-    for excl, rev in ((False, False), (True, True)):
-        dy = RNG.uniform(-1, 1, size=(4, 9))
+    for excl, rev, n in ((False, False, 9), (True, True, 9), (False, False, 96)):
+        dy = RNG.uniform(-1, 1, size=(4, n))
 
         def ref(i, a, excl=excl, rev=rev):
             import torch

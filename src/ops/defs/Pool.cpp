@@ -90,21 +90,37 @@ std::string window_read(const PoolShape& p, const std::string& tensor, const std
   return guarded(tensor, idx, guard, pad);
 }
 
-// The transposed reads for input position h..: the output index text per dimension and
-// the conditions that it is exact; `guard` says whether it can leave the output.
+// The window positions that read input position h..: per dimension the offsets of the
+// right residue (residue_taps), their count ranged by a bool table tr<d>[t<d>]; the
+// output index text per dimension, the offset's flat number, the conditions, and
+// whether a read at idx can leave the output. `reduces`: some position has several.
 struct BackRead {
   std::vector<std::string> idx, conds;
-  bool guard = false;
+  std::string kflat;
+  bool guard = false, reduces = false;
 };
-BackRead back_read(const PoolShape& p) {
+BackRead back_read(OpContext& ctx, const PoolShape& p) {
   BackRead b;
+  std::vector<std::pair<std::string, int64_t>> terms;
+  int64_t stride = numel(p.w.kernel);
   for (int64_t d = 0; d < p.rank; ++d) {
-    BackIndex bi = backward_index(p.w, d, "h" + std::to_string(d), "k" + std::to_string(d),
-                                  p.in_sp[d], p.out_sp[d]);
-    b.idx.push_back(bi.index);
-    b.conds.push_back(bi.exact);
-    b.guard = b.guard || bi.needs_guard;
+    const std::string t = "t" + std::to_string(d);
+    const ResidueTaps r = residue_taps(p.w, d, "h" + std::to_string(d), t, p.in_sp[d], p.out_sp[d]);
+    if (r.taps > 1) {
+      b.reduces = true;
+      const std::string tr = "tr" + std::to_string(d);
+      ctx.local(tr, DType::Bool, {r.taps});
+      ctx.stmt(access(tr, {t}) + " = true");
+      b.conds.push_back(access(tr, {t}));
+    }
+    b.conds.insert(b.conds.end(), r.conds.begin(), r.conds.end());
+    b.guard = b.guard || !r.conds.empty();
+    b.idx.push_back(r.y);
+    stride /= p.w.kernel[d];
+    if (r.k != "0")
+      terms.push_back({r.k, stride});
   }
+  b.kflat = affine(terms, 0);
   return b;
 }
 
@@ -208,12 +224,12 @@ void emit_max_pool_grad(OpContext& ctx) {
            " : -inf");
   ctx.stmt(access("a", lhs) + " min= " + window_read(p, "X", "-inf") + " == " + access("m", lhs) +
            " ? " + kflat + " : " + std::to_string(numel(p.w.kernel)));
-  const BackRead b = back_read(p);
+  const BackRead b = back_read(ctx, p);
   std::vector<std::string> conds = b.conds;
-  conds.push_back(guarded("a", concat({"n", "c"}, b.idx), b.guard, "-1") + " == " + kflat);
-  ctx.stmt(access("dX", concat({"n", "c"}, index_names(p.rank, "h"))) + " += " +
-           conjunction(conds) + " ? " + guarded("dY", concat({"n", "c"}, b.idx), b.guard, "0") +
-           " : 0");
+  conds.push_back(guarded("a", concat({"n", "c"}, b.idx), b.guard, "-1") + " == " + b.kflat);
+  ctx.stmt(access("dX", concat({"n", "c"}, index_names(p.rank, "h"))) +
+           (b.reduces ? " += " : " = ") + conjunction(conds) + " ? " +
+           guarded("dY", concat({"n", "c"}, b.idx), b.guard, "0") + " : 0");
 }
 
 void emit_average_pool_grad(OpContext& ctx) {
@@ -224,13 +240,12 @@ void emit_average_pool_grad(OpContext& ctx) {
   ctx.input("dY");
   ctx.output("dX", dt, ctx.in("X").shape);
   const std::string kflat = declare_window(ctx, p.w);
-  const BackRead b = back_read(p);
+  const BackRead b = back_read(ctx, p);
   const std::string div = average_divisor(ctx, p, kflat, b.idx, b.guard);
-  std::vector<std::string> conds = b.conds;
-  conds.push_back(kflat + " >= 0");
-  ctx.stmt(access("dX", concat({"n", "c"}, index_names(p.rank, "h"))) + " += " +
-           conjunction(conds) + " ? " + guarded("dY", concat({"n", "c"}, b.idx), b.guard, "0") +
-           " / " + div + " : 0");
+  const std::string value = guarded("dY", concat({"n", "c"}, b.idx), b.guard, "0") + " / " + div;
+  const std::string cond = conjunction(b.conds);
+  ctx.stmt(access("dX", concat({"n", "c"}, index_names(p.rank, "h"))) +
+           (b.reduces ? " += " : " = ") + (cond.empty() ? value : cond + " ? " + value + " : 0"));
 }
 
 // Global pooling: every spatial dimension reduced, kept with extent 1.

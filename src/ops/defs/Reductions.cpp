@@ -138,6 +138,109 @@ void emit_arg(OpContext& ctx, bool is_max) {
              std::to_string(x.shape[axis]));
 }
 
+// The block of a blocked cumulative sum along an axis of extent n: a divisor of n (16
+// first: one register tile of the GEMM over it on most CPUs), at least two blocks; 0 when
+// none fits or n is too short to gain.
+int64_t scan_block(int64_t n) {
+  if (n < 64)
+    return 0;
+  for (int64_t b : {16, 32, 8, 24, 12, 48, 64, 40, 56, 20, 28, 36, 44, 52, 60, 10, 14})
+    if (n % b == 0)
+      return b;
+  return 0;
+}
+
+// Y = the cumulative sum of X along `axis` (`reverse`: from the end; `exclusive`: without
+// the element itself). Float sums of long axes are blocked into GEMMs, so they run on
+// the register-blocked GEMM schedule instead of one masked reduction of the whole axis
+// per element (O(n^2), 0.02x of PyTorch at 4096x768): with the axis split into blocks
+// (b, e) of B elements,
+//   blk[.., b, e] = sum over e2 of X[.., b*B + e2] * tri[e2, e]   (prefix within a block)
+//   tot[.., b]    = the sum of block b
+//   off[.., b]    = sum over b2 of tot[.., b2] * up[b2, b]        (the blocks before b)
+//   Y[.., j]      = blk[.., j // B, j % B] + off[.., j // B]
+// where tri and up are 0/1 masks (products by 1 and 0 are exact). When the axis is not
+// the last, the masks multiply from the left so the GEMMs' unit-stride index stays the
+// last one. Integer sums and short axes keep the masked reduction.
+void write_cumsum(OpContext& ctx, const std::string& in, const std::string& out, int64_t axis,
+                  bool exclusive, bool reverse) {
+  const TensorSpec& x = ctx.in(in);
+  const int64_t rank = static_cast<int64_t>(x.shape.size());
+  const std::string j = "i" + std::to_string(axis);
+  const std::vector<std::string> all = index_names(rank);
+  ctx.input(in);
+  ctx.output(out, x.dtype, x.shape);
+  const int64_t n = x.shape[axis], B = scan_block(n);
+  const auto mask = [&](const std::string& src, const std::string& dst, bool strict) {
+    const std::string op = reverse ? (strict ? " > " : " >= ") : (strict ? " < " : " <= ");
+    return src + op + dst;
+  };
+  if (!is_float(x.dtype) || B == 0) {
+    std::vector<std::string> src = all;
+    src[axis] = "k";
+    ctx.stmt(access(out, all) + " += " + mask("k", j, exclusive) + " ? " + access(in, src) +
+             " : 0");
+    return;
+  }
+  const DType ct = compute_type(x.dtype);
+  const int64_t nb = n / B;
+  const bool last = axis == rank - 1;
+  const std::vector<std::string> pre(all.begin(), all.begin() + axis),
+      post(all.begin() + axis + 1, all.end());
+  std::vector<int64_t> pre_shape(x.shape.begin(), x.shape.begin() + axis),
+      post_shape(x.shape.begin() + axis + 1, x.shape.end());
+  auto join3 = [](std::vector<std::string> a, const std::vector<std::string>& mid,
+                  const std::vector<std::string>& b) {
+    a.insert(a.end(), mid.begin(), mid.end());
+    a.insert(a.end(), b.begin(), b.end());
+    return a;
+  };
+  auto shape3 = [](std::vector<int64_t> a, const std::vector<int64_t>& mid,
+                   const std::vector<int64_t>& b) {
+    a.insert(a.end(), mid.begin(), mid.end());
+    a.insert(a.end(), b.begin(), b.end());
+    return a;
+  };
+  const std::string one = float_literal(1.0), zero = float_literal(0.0);
+  // tri[e2, e] (last axis) or tri[e, e2]: 1 where X's element e2 of a block counts
+  // towards output e; up likewise for whole blocks, which count when strictly before.
+  ctx.local("tri", ct, {B, B});
+  ctx.local("up", ct, {nb, nb});
+  ctx.stmt(access("tri", last ? std::vector<std::string>{"e2", "e"} : std::vector<std::string>{"e", "e2"}) +
+           " = " + mask("e2", "e", exclusive) + " ? " + one + " : " + zero);
+  ctx.stmt(access("up", last ? std::vector<std::string>{"b2", "b"} : std::vector<std::string>{"b", "b2"}) +
+           " = " + mask("b2", "b", true) + " ? " + one + " : " + zero);
+  ctx.local("blk", ct, shape3(pre_shape, {nb, B}, post_shape));
+  const std::string xblk = access(in, join3(pre, {fmt::format("b * {} + e2", B)}, post));
+  const std::string blk = access("blk", join3(pre, {"b", "e"}, post));
+  if (last)
+    ctx.stmt(blk + " += " + xblk + " * tri[e2, e]");
+  else
+    ctx.stmt(blk + " += tri[e, e2] * " + xblk);
+  // A block's total: the inclusive prefix's end element, plus the element an exclusive
+  // prefix leaves out.
+  const int64_t end = reverse ? 0 : B - 1;
+  ctx.local("tot", ct, shape3(pre_shape, {nb}, post_shape));
+  std::string total = access("blk", join3(pre, {"b", std::to_string(end)}, post));
+  if (exclusive) {
+    const std::string xe =
+        access(in, join3(pre, {fmt::format("b * {} + {}", B, end)}, post));
+    total += " + " + (ct == x.dtype ? xe : dtype_text(ct) + "(" + xe + ")");
+  }
+  ctx.stmt(access("tot", join3(pre, {"b"}, post)) + " = " + total);
+  ctx.local("off", ct, shape3(pre_shape, {nb}, post_shape));
+  const std::string off = access("off", join3(pre, {"b"}, post));
+  const std::string tot2 = access("tot", join3(pre, {"b2"}, post));
+  if (last)
+    ctx.stmt(off + " += " + tot2 + " * up[b2, b]");
+  else
+    ctx.stmt(off + " += up[b, b2] * " + tot2);
+  const std::string jb = fmt::format("{} // {}", j, B), je = fmt::format("{} % {}", j, B);
+  const std::string sum = access("blk", join3(pre, {jb, je}, post)) + " + " +
+                          access("off", join3(pre, {jb}, post));
+  ctx.stmt(access(out, all) + " = " + (ct == x.dtype ? sum : dtype_text(x.dtype) + "(" + sum + ")"));
+}
+
 // Y[.., j, ..] = sum of X[.., k, ..] over k <= j (k < j exclusive; k >= j reversed).
 void emit_cumsum(OpContext& ctx) {
   const TensorSpec& x = ctx.in("X");
@@ -146,16 +249,8 @@ void emit_cumsum(OpContext& ctx) {
   const int64_t rank = static_cast<int64_t>(x.shape.size());
   if (rank == 0)
     ctx.fail("input 'X' must have rank 1 or more");
-  const int64_t axis = ctx.axis(ctx.attr_int("axis"), rank);
-  std::vector<std::string> in = index_names(rank);
-  in[axis] = "k";
-  const std::string j = "i" + std::to_string(axis);
-  const bool exclusive = ctx.attr_bool("exclusive"), reverse = ctx.attr_bool("reverse");
-  const std::string cond = reverse ? (exclusive ? "k > " : "k >= ") + j
-                                   : (exclusive ? "k < " : "k <= ") + j;
-  ctx.input("X");
-  ctx.output("Y", x.dtype, x.shape);
-  ctx.stmt(access("Y", index_names(rank)) + " += " + cond + " ? " + access("X", in) + " : 0");
+  write_cumsum(ctx, "X", "Y", ctx.axis(ctx.attr_int("axis"), rank), ctx.attr_bool("exclusive"),
+               ctx.attr_bool("reverse"));
 }
 
 
@@ -269,16 +364,8 @@ void emit_cumsum_grad(OpContext& ctx) {
   const int64_t rank = static_cast<int64_t>(dy.shape.size());
   if (rank == 0)
     ctx.fail("input 'dY' must have rank 1 or more");
-  const int64_t axis = ctx.axis(ctx.attr_int("axis"), rank);
-  std::vector<std::string> in = index_names(rank);
-  in[axis] = "k";
-  const std::string j = "i" + std::to_string(axis);
-  const bool exclusive = ctx.attr_bool("exclusive"), reverse = !ctx.attr_bool("reverse");
-  const std::string cond = reverse ? (exclusive ? "k > " : "k >= ") + j
-                                   : (exclusive ? "k < " : "k <= ") + j;
-  ctx.input("dY");
-  ctx.output("dX", dy.dtype, dy.shape);
-  ctx.stmt(access("dX", index_names(rank)) + " += " + cond + " ? " + access("dY", in) + " : 0");
+  write_cumsum(ctx, "dY", "dX", ctx.axis(ctx.attr_int("axis"), rank), ctx.attr_bool("exclusive"),
+               !ctx.attr_bool("reverse"));
 }
 
 AttrSpec axes_attr() {

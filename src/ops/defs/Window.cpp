@@ -1,6 +1,8 @@
 // Sliding-window geometry shared by convolution and pooling (see Window.h).
 #include "ops/defs/Window.h"
 
+#include <numeric>
+
 namespace unitile::ops {
 
 std::vector<int64_t> spatial_attr(const OpContext& ctx, const std::string& name, int64_t rank,
@@ -120,6 +122,64 @@ BackIndex backward_index(const Window& w, int64_t d, const std::string& h, const
   const int64_t hi = floor_div(in - 1 + w.pads_begin[d], s);
   b.needs_guard = lo < 0 || hi > out - 1;
   return b;
+}
+
+namespace {
+int64_t inverse_mod(int64_t a, int64_t m) {
+  for (int64_t x = 1; x < m; ++x)
+    if (a * x % m == 1)
+      return x;
+  return 0;
+}
+} // namespace
+
+ResidueTaps residue_taps(const Window& w, int64_t d, const std::string& h, const std::string& t,
+                         int64_t in, int64_t out) {
+  const int64_t s = w.strides[d], dil = w.dilations[d], pad = w.pads_begin[d], K = w.kernel[d];
+  const int64_t g = std::gcd(s, dil), T = s / g;
+  const int64_t inv = T == 1 ? 0 : inverse_mod(dil / g % T, T);
+  ResidueTaps r;
+  r.taps = (K + T - 1) / T;
+  auto k_of = [&](int64_t hv, int64_t tv) { return (T == 1 ? 0 : (hv + pad) / g * inv % T) + T * tv; };
+  bool need_k = false, need_lo = false, need_hi = false;
+  for (int64_t hv = 0; hv < in; ++hv) {
+    if ((hv + pad) % g != 0)
+      continue;
+    for (int64_t tv = 0; tv < r.taps; ++tv) {
+      const int64_t kv = k_of(hv, tv);
+      if (kv >= K) {
+        need_k = true;
+        continue;
+      }
+      const int64_t yv = floor_div(hv + pad - kv * dil, s);
+      need_lo = need_lo || yv < 0;
+      need_hi = need_hi || yv >= out;
+    }
+  }
+  const std::string hp = affine({{h, 1}}, pad);
+  std::string base;
+  if (T > 1)
+    base = g == 1 && inv == 1 ? fmt::format("({}) % {}", hp, T)
+                              : fmt::format("(({}) // {} * {}) % {}", hp, g, inv, T);
+  if (base.empty())
+    r.k = r.taps > 1 ? t : "0";
+  else
+    r.k = r.taps > 1 ? fmt::format("({} + {} * {})", base, T, t) : "(" + base + ")";
+  if (dil == 1 && s > 1)
+    r.y = r.taps > 1 ? fmt::format("(({}) // {} - {})", hp, s, t) : fmt::format("(({}) // {})", hp, s);
+  else if (s == 1)
+    r.y = "(" + affine({{h, 1}, {r.k, -dil}}, pad) + ")";
+  else
+    r.y = fmt::format("(({}) // {})", affine({{h, 1}, {r.k, -dil}}, pad), s);
+  if (g > 1)
+    r.conds.push_back(fmt::format("({}) % {} == 0", hp, g));
+  if (need_k)
+    r.conds.push_back(fmt::format("{} < {}", r.k, K));
+  if (need_lo)
+    r.conds.push_back(r.y + " >= 0");
+  if (need_hi)
+    r.conds.push_back(fmt::format("{} < {}", r.y, out));
+  return r;
 }
 
 std::string guarded(const std::string& tensor, const std::vector<std::string>& idx, bool guard,

@@ -59,6 +59,22 @@ struct BackIndex {
 BackIndex backward_index(const Window& w, int64_t d, const std::string& h, const std::string& k,
                          int64_t in, int64_t out);
 
+/// The window offsets that reach input position `h` (extent `in`) along dimension d,
+/// stepped by residue: k*dil = h + pad (mod s) fixes k modulo T = s / gcd(s, dil), so only
+/// k = k0(h) + T*t for t in [0, taps) can reach h, each from the exact output position
+/// y = (h + pad - k*dil) / s (extent `out`). `k` and `y` are index text in h and t
+/// (t stands for 0 when taps is 1); `conds` are the tests, needed somewhere in the range,
+/// that h has such offsets at all, that k is inside the kernel and y inside [0, out).
+/// Against testing every offset for an exact division this visits s/gcd(s, dil) times
+/// fewer (a 16x16 stride-16 window: 1 offset per position instead of 256).
+struct ResidueTaps {
+  std::string k, y;
+  std::vector<std::string> conds;
+  int64_t taps = 1;
+};
+ResidueTaps residue_taps(const Window& w, int64_t d, const std::string& h, const std::string& t,
+                         int64_t in, int64_t out);
+
 /// `X[...] ?? v` when `guard`, else `X[...]`.
 std::string guarded(const std::string& tensor, const std::vector<std::string>& idx, bool guard,
                     const std::string& value);

@@ -230,16 +230,63 @@ TEST(CPrinter, VectorSelectMinMaxAndCasts) {
 }
 
 TEST(CPrinter, VectorizedLoopWithMathCallFallsBackToScalar) {
-  // log has no lane-wise helper: the loop stays scalar libm calls.
+  // pow has no lane-wise helper: the loop stays scalar libm calls.
   Stmt body = loop("i", 0, 16, ForKind::Vectorized,
-                   store("Y", {v("i")}, call(MathFn::Log, {ld("A", {v("i")})})));
+                   store("Y", {v("i")}, call(MathFn::Pow, {ld("A", {v("i")}), ld("A", {v("i")})})));
   LoopProgram p = program(
       {{"A", DType::F32, {16}, TensorRole::Input}, {"Y", DType::F32, {16}, TensorRole::Output}},
       body);
   std::string c = generate_source(p, test_hcd()).code;
   EXPECT_THAT(c, HasSubstr("#pragma GCC ivdep\n  for (int64_t i = 0; i < 16; ++i) {"));
-  EXPECT_THAT(c, HasSubstr("Y[i] = logf(A[i]);"));
+  EXPECT_THAT(c, HasSubstr("Y[i] = powf(A[i], A[i]);"));
   EXPECT_THAT(c, Not(HasSubstr("ut_v8f32")));
+}
+
+TEST(CPrinter, VectorizedLoopWithLog1pUsesTheLaneWiseHelperAndOnlyWhatItNeeds) {
+  Stmt body = loop("i", 0, 16, ForKind::Vectorized,
+                   store("Y", {v("i")}, call(MathFn::Log1p, {ld("A", {v("i")})})));
+  LoopProgram p = program(
+      {{"A", DType::F32, {16}, TensorRole::Input}, {"Y", DType::F32, {16}, TensorRole::Output}},
+      body);
+  std::string c = generate_source(p, test_hcd()).code;
+  EXPECT_THAT(c, HasSubstr("ut_v8f32_log1p(ut_v8f32_load(&A["));
+  EXPECT_THAT(c, HasSubstr("static inline ut_v8f32 ut_v8f32_log(")); // its dependency
+  EXPECT_THAT(c, Not(HasSubstr("ut_v8f32_atan2")));                  // nothing else
+  EXPECT_THAT(c, Not(HasSubstr("log1pf(")));
+  EXPECT_EQ(compile_errors(c), "");
+}
+
+TEST(CPrinter, BoolLogicIsVectorCodeOnByteLanes) {
+  // C = A && !B on bool tensors: 32 one-byte lanes under a 256-bit HCD, & and ^ on 0/1.
+  Stmt body = loop("i", 0, 64, ForKind::Vectorized,
+                   store("C", {v("i")},
+                         binary(BinaryOp::And, ld("A", {v("i")}, DType::Bool),
+                                unary(UnaryOp::Not, ld("B", {v("i")}, DType::Bool)))));
+  LoopProgram p = program({{"A", DType::Bool, {64}, TensorRole::Input},
+                           {"B", DType::Bool, {64}, TensorRole::Input},
+                           {"C", DType::Bool, {64}, TensorRole::Output}},
+                          body);
+  std::string c = generate_source(p, test_hcd()).code;
+  EXPECT_THAT(c, HasSubstr("ut_v32bool_store(&C[i], (ut_v32bool_load(&A[i]) & "
+                           "(ut_v32bool_load(&B[i]) ^ ut_v32bool_splat(1))));"));
+  EXPECT_EQ(compile_errors(c), "");
+}
+
+TEST(CPrinter, SelectOnABoolTensorBlendsByItsLanes) {
+  // where(Cond, A, B): the bool lanes widened to the f32 mask, one vector per 8 floats.
+  Stmt body = loop("i", 0, 16, ForKind::Vectorized,
+                   store("Y", {v("i")},
+                         select(ld("Cond", {v("i")}, DType::Bool), ld("A", {v("i")}),
+                                ld("B", {v("i")}))));
+  LoopProgram p = program({{"Cond", DType::Bool, {16}, TensorRole::Input},
+                           {"A", DType::F32, {16}, TensorRole::Input},
+                           {"B", DType::F32, {16}, TensorRole::Input},
+                           {"Y", DType::F32, {16}, TensorRole::Output}},
+                          body);
+  std::string c = generate_source(p, test_hcd()).code;
+  EXPECT_THAT(c, HasSubstr("ut_v8f32_blend((__builtin_convertvector(ut_v8bool_load(&Cond[i]), "
+                           "ut_v8i32) != ut_v8i32_splat(0))"));
+  EXPECT_EQ(compile_errors(c), "");
 }
 
 TEST(CPrinter, VectorizedLoopWithExpUsesTheLaneWiseHelper) {

@@ -1,0 +1,126 @@
+// The lane-wise f32 math helpers (VectorMath.cpp) compiled by the host compiler and run
+// against glibc's double-precision functions, special values included.
+#include "codegen/CDialect.h"
+#include "codegen/CHelpers.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <unistd.h>
+
+namespace unitile::codegen {
+namespace {
+
+// The C test program: every helper on sweeps of its domain (linear and log-spaced, both
+// signs, beyond the 8192 limit of the trigonometric reduction) and on +-0, +-inf, NaN,
+// 1, -1 and a subnormal. It prints one line per function that misses: error above
+// `ulps` units in the last place of the correctly rounded float, or a special value
+// that differs from libm's (NaN for NaN, sign of zero and of infinity included).
+constexpr std::string_view kCheck = R"C(
+#include <stdio.h>
+typedef ut_v8f32 (*vfn)(ut_v8f32);
+static double ulp_error(float got, double want) {
+  if (isnan(want)) return isnan(got) ? 0 : 1e30;
+  float w = (float)want;
+  if (isinf(w)) return got == w ? 0 : 1e30;
+  if (isinf(got) || isnan(got)) return 1e30;
+  double u = fabs(nextafterf(w, INFINITY) - (double)w);
+  if (w == 0 || fabs(w) < 1.17549435e-38) u = 1.4e-45;
+  return fabs(got - want) / u;
+}
+static int same_special(float got, float want) {
+  if (isnan(want)) return isnan(got);
+  if (want == 0 || isinf(want)) return got == want && signbit(got) == signbit(want);
+  return fabsf(got - want) <= 4e-7f * fabsf(want);
+}
+static int check(const char* name, vfn f, double (*ref)(double), float (*ref_f)(float), double lo,
+                 double hi, double ulps) {
+  int bad = 0;
+  for (int k = 0; k < 200000; k += 8) {
+    ut_v8f32 x;
+    for (int l = 0; l < 8; ++l) {
+      double t = (k + l) / 200000.0;
+      x[l] = (k / 8) % 2 ? (float)(lo + (hi - lo) * t)
+                         : (float)((l % 2 ? -1 : 1) * 1e-30 * pow(fmax(fabs(lo), fabs(hi)) / 1e-30, t));
+    }
+    ut_v8f32 y = f(x);
+    for (int l = 0; l < 8; ++l)
+      if (ulp_error(y[l], ref(x[l])) > ulps && !bad++)
+        printf("%s(%.9g) = %.9g, libm %.9g\n", name, x[l], y[l], ref(x[l]));
+  }
+  const float special[8] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, 1.0f, -1.0f, 1e-40f};
+  ut_v8f32 x;
+  for (int l = 0; l < 8; ++l) x[l] = special[l];
+  ut_v8f32 y = f(x);
+  for (int l = 0; l < 8; ++l)
+    if (!same_special(y[l], ref_f(special[l])) && !bad++)
+      printf("%s(%g) = %g, libm %g\n", name, special[l], y[l], ref_f(special[l]));
+  return bad;
+}
+static double exp2_d(double x) { return exp2(x); }
+static float exp2_f(float x) { return exp2f(x); }
+static ut_v8f32 atan2_y1(ut_v8f32 x) { return ut_v8f32_atan2(ut_v8f32_splat(1.0f), x); }
+static double atan2_y1_d(double x) { return atan2(1.0, x); }
+static float atan2_y1_f(float x) { return atan2f(1.0f, x); }
+static ut_v8f32 atan2_x1(ut_v8f32 y) { return ut_v8f32_atan2(y, ut_v8f32_splat(-1.0f)); }
+static double atan2_x1_d(double y) { return atan2(y, -1.0); }
+static float atan2_x1_f(float y) { return atan2f(y, -1.0f); }
+int main(void) {
+  int bad = 0;
+#define CHECK(fn, lo, hi, ulps) bad += check(#fn, ut_v8f32_##fn, fn, fn##f, lo, hi, ulps)
+  CHECK(log, 1e-45, 3e38, 2); CHECK(log2, 1e-45, 3e38, 2); CHECK(log1p, -1, 1e30, 3);
+  CHECK(expm1, -100, 88, 3); CHECK(sin, -1e5, 1e5, 4); CHECK(cos, -1e5, 1e5, 4);
+  CHECK(tan, -1e5, 1e5, 5); CHECK(asin, -1, 1, 3); CHECK(acos, -1, 1, 3);
+  CHECK(atan, -1e30, 1e30, 3); CHECK(sinh, -89, 89, 4); CHECK(cosh, -89, 89, 4);
+  CHECK(asinh, -1e30, 1e30, 4); CHECK(acosh, 1, 1e30, 3); CHECK(atanh, -1, 1, 3);
+  bad += check("exp2", ut_v8f32_exp2, exp2_d, exp2_f, -151, 129, 2);
+  bad += check("atan2(1, x)", atan2_y1, atan2_y1_d, atan2_y1_f, -1e30, 1e30, 4);
+  bad += check("atan2(y, -1)", atan2_x1, atan2_x1_d, atan2_x1_f, -1e30, 1e30, 4);
+  const float v[6] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, 2.0f};
+  for (int a = 0; a < 6; ++a)
+    for (int b = 0; b < 6; ++b) {
+      float got = ut_v8f32_atan2(ut_v8f32_splat(v[a]), ut_v8f32_splat(v[b]))[0];
+      if (!same_special(got, atan2f(v[a], v[b])) && !bad++)
+        printf("atan2(%g, %g) = %g, libm %g\n", v[a], v[b], got, atan2f(v[a], v[b]));
+    }
+  return bad != 0;
+}
+)C";
+
+// Builds and runs `code` with the host compiler as the cpu plugin would (-O3
+// -march=native -fno-math-errno); returns what the program printed, or the compiler's
+// errors.
+std::string run_c(const std::string& code) {
+  char dir[] = "/tmp/unitile-vector-math-XXXXXX";
+  if (!mkdtemp(dir))
+    return "mkdtemp failed";
+  const std::string d(dir), src = d + "/t.c", exe = d + "/t", log = d + "/log.txt";
+  std::ofstream(src) << code;
+  const std::string cmd = "cc -std=gnu11 -O3 -march=native -fno-math-errno -Wall -Werror -o " + exe +
+                          " " + src + " -lm > " + log + " 2>&1 && " + exe + " >> " + log + " 2>&1";
+  const int rc = std::system(cmd.c_str());
+  std::ifstream in(log);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  for (const std::string& f : {src, exe, log})
+    std::remove(f.c_str());
+  rmdir(dir);
+  return rc == 0 ? "" : "exit " + std::to_string(rc) + ": " + text;
+}
+
+TEST(VectorMath, HelpersMatchLibmWithinAFewUlps) {
+  CHelperSet h;
+  for (MathFn fn : {MathFn::Log, MathFn::Log2, MathFn::Log1p, MathFn::Expm1, MathFn::Exp2,
+                    MathFn::Sin, MathFn::Cos, MathFn::Tan, MathFn::Asin, MathFn::Acos,
+                    MathFn::Atan, MathFn::Atan2, MathFn::Sinh, MathFn::Cosh, MathFn::Asinh,
+                    MathFn::Acosh, MathFn::Atanh})
+    h.need_lane_math(DType::F32, 8, fn);
+  const std::string code = "#include <math.h>\n#include <stdint.h>\n#include <string.h>\n" +
+                           h.text(c_dialect()) + std::string(kCheck);
+  EXPECT_EQ(run_c(code), "");
+}
+
+} // namespace
+} // namespace unitile::codegen
