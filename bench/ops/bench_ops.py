@@ -501,6 +501,71 @@ def extended_cases():
     return c
 
 
+def onnx_more_cases():
+    """Cases of the quantization ops and the second batch of ONNX ops. PyTorch's side of
+    the quantization ops is its eager arithmetic (round half to even, clamp), the same
+    formula as ONNX's; torch.quantize_per_tensor multiplies by 1/scale, which can round
+    the other way. The random ops have no case: no PyTorch call draws the same values."""
+    IMG = (NB, 64, 56, 56)
+    q = lambda x, s, z: torch.clamp(torch.round(x / s) + z.float(), 0, 255).to(torch.uint8)
+
+    def dyn(i, a):
+        x = i["X"]
+        lo, hi = torch.clamp(x.min(), max=0), torch.clamp(x.max(), min=0)
+        s = (hi - lo) / 255
+        z = torch.clamp(torch.round(-lo / s), 0, 255).to(torch.uint8)
+        return {"Y": q(x, s, z), "YScale": s, "YZeroPoint": z}
+
+    def rev(i, a):
+        y = i["X"].clone()
+        for b, n in enumerate(i["SequenceLens"].tolist()):
+            y[:n, b] = i["X"][:n, b].flip(0)
+        return {"Y": y}
+
+    mm = (512, H, H)
+    return {
+        "quantize_linear": {"inputs": {"X": ("f32", (T, H), "any"), "Scale": ("f32", (), "pos"),
+                                       "ZeroPoint": ("u8", (), "u8")},
+                            "torch": lambda i, a: {"Y": q(i["X"], i["Scale"], i["ZeroPoint"])}},
+        "dequantize_linear": {"inputs": {"X": ("u8", (T, H), "u8"), "Scale": ("f32", (), "pos"),
+                                         "ZeroPoint": ("u8", (), "u8")},
+                              "torch": lambda i, a: {"Y": (i["X"].float() - i["ZeroPoint"].float()) * i["Scale"]}},
+        "dynamic_quantize_linear": {"inputs": {"X": ("f32", (T, H), "any")}, "torch": dyn},
+        "matmul_integer": {"inputs": {"A": ("u8", mm[:2], "u8"), "B": ("u8", mm[1:], "u8"),
+                                      "AZeroPoint": ("u8", (), "u8"), "BZeroPoint": ("u8", (), "u8")},
+                           "torch": lambda i, a: {"Y": ((i["A"].int() - i["AZeroPoint"].int())
+                                                        @ (i["B"].int() - i["BZeroPoint"].int()))}},
+        "lp_pool": {"inputs": {"X": ("f32", IMG, "any")}, "attrs": {"kernel_shape": [2, 2], "strides": [2, 2]},
+                    "torch": lambda i, a: {"Y": F.lp_pool2d(i["X"], 2, 2, 2)}},
+        "lp_pool_grad": {"inputs": {"X": ("f32", IMG, "any"), "dY": ("f32", (NB, 64, 28, 28), "any")},
+                         "attrs": {"kernel_shape": [2, 2], "strides": [2, 2]}, "tol": (1e-4, 1e-4),
+                         "torch": backward(lambda i, a: F.lp_pool2d(i["X"], 2, 2, 2), ["X"], ["dY"], ["dX"])},
+        "global_lp_pool": {"inputs": {"X": ("f32", IMG, "any")},
+                           "torch": lambda i, a: {"Y": (i["X"] * i["X"]).sum((2, 3), keepdim=True).sqrt()}},
+        "global_lp_pool_grad": {"inputs": {"X": ("f32", IMG, "any"), "dY": ("f32", (NB, 64, 1, 1), "any")},
+                                "tol": (1e-4, 1e-4),
+                                "torch": backward(lambda i, a: (i["X"] * i["X"]).sum((2, 3), keepdim=True).sqrt(),
+                                                  ["X"], ["dY"], ["dX"])},
+        "lrn": {"inputs": {"X": ("f32", IMG, "any")}, "attrs": {"size": 5},
+                "torch": lambda i, a: {"Y": F.local_response_norm(i["X"], 5)}},
+        "lrn_grad": {"inputs": {"X": ("f32", IMG, "any"), "dY": ("f32", IMG, "any")}, "attrs": {"size": 5},
+                     "tol": (1e-4, 1e-4),
+                     "torch": backward(lambda i, a: F.local_response_norm(i["X"], 5), ["X"], ["dY"], ["dX"])},
+        "cast_like": {"inputs": {"X": ("f32", (T, H), "any"), "Target": ("f64", (1,), "any")},
+                      "torch": lambda i, a: {"Y": i["X"].double()}},
+        "reverse_sequence": {"inputs": {"X": ("f32", (S, NB, H), "any"), "SequenceLens": ("i64", (NB,), ("idx", S))},
+                             "torch": rev},
+        "center_crop_pad": {"inputs": {"X": ("f32", IMG, "any")}, "attrs": {"shape": [48, 64], "axes": [2, 3]},
+                            "torch": lambda i, a: {"Y": F.pad(i["X"], [4, 4, -4, -4])}},
+        "hann_window": {"inputs": {}, "attrs": {"size": 1 << 20},
+                        "torch": lambda i, a: {"Y": torch.hann_window(1 << 20)}},
+        "hamming_window": {"inputs": {}, "attrs": {"size": 1 << 20},
+                           "torch": lambda i, a: {"Y": torch.hamming_window(1 << 20, True, 25 / 46, 21 / 46)}},
+        "blackman_window": {"inputs": {}, "attrs": {"size": 1 << 20},
+                            "torch": lambda i, a: {"Y": torch.blackman_window(1 << 20)}},
+    }
+
+
 def torch_rope_grad(dy):
     """rotary_embedding's backward: the inverse rotation (the op is linear in X)."""
     n, d = dy.shape[-2], dy.shape[-1]
@@ -709,6 +774,9 @@ def sample(rng, dtype, shape, domain):
         return np.argsort(rng.uniform(size=shape[:-1] + (domain[1],)), -1)[..., :shape[-1]].astype(np.int64)
     if isinstance(domain, tuple) and domain[0] == "idx":
         return rng.integers(0, domain[1], size=shape).astype({"i64": np.int64, "i32": np.int32}[dtype])
+    if dtype in ("u8", "i8"):
+        lo, hi = (0, 256) if dtype == "u8" else (-128, 128)
+        return rng.integers(lo, hi, size=shape).astype({"u8": np.uint8, "i8": np.int8}[dtype])
     if domain == "int":
         return rng.integers(-1000, 1000, size=shape).astype({"i64": np.int64, "i32": np.int32}[dtype])
     x = rng.uniform(-1, 1, size=shape)
@@ -773,6 +841,7 @@ def main():
         T = NB * S
     CASES.update(base_cases())
     CASES.update(extended_cases())
+    CASES.update(onnx_more_cases())
     torch.set_num_threads(args.threads)
     env = dict(os.environ, UNITILE_NUM_THREADS=str(args.threads))
     rng = np.random.default_rng(0)

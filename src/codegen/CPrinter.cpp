@@ -333,6 +333,8 @@ public:
     if (d_.shared_at_entry_scope)
       hoist_shared(f.body);
     stmt(f.body, true);
+    if (streamed_)
+      line("ut_stream_fence();");
     --indent_;
     line("}");
     return std::move(out_);
@@ -340,6 +342,15 @@ public:
 
 private:
   bool hardware_threads() const { return !d_.thread_index[0].empty(); }
+
+  // Whether whole-vector stores into `name` are streaming stores: the schedule marked
+  // the output (stream) and the dialect has them (GCC vector syntax).
+  bool streams(const std::string& name) const {
+    if (d_.vector_syntax != VectorSyntax::Gcc)
+      return false;
+    const LoopBuffer* b = prog_.find_buffer(name);
+    return b && b->stream;
+  }
 
   // What the HCD and the dialect allow one launch: grid and block extents, threads per
   // block, shared memory per block. Exceeding them is the user's (or the schedule's)
@@ -1180,6 +1191,29 @@ private:
       }
       return;
     }
+    if (s.for_kind == ForKind::Unrolled && const_int(s.min, &mn0) && !const_int(s.extent, &ext)) {
+      // An edge tile's unrolled loop (`min(mr, rows left)` iterations): the most it can
+      // run, each copy guarded, so a register tile's indices stay constants here too
+      // (with a variable index the host compiler keeps the whole tile in memory).
+      std::optional<Interval> most = bounds_of(s.extent, env_);
+      if (most && most->hi >= 1 && most->hi <= 16) {
+        std::string end = names_.fresh("end");
+        line(fmt::format("const int64_t {} = {};", end, strip_parens(expr(s.extent))));
+        for (int64_t k = 0; k < most->hi; ++k) {
+          line(fmt::format("if ({} < {}) {{", int_literal(k, true), end));
+          ++indent_;
+          bool used = free_names(s.body[0]).vars.count(s.var) > 0;
+          Saved saved = bind_var(s.var, Interval{mn0 + k, mn0 + k});
+          if (used)
+            line(fmt::format("const int64_t {} = {};", v, int_literal(mn0 + k, true)));
+          stmt(s.body[0], true);
+          unbind_var(s.var, saved);
+          --indent_;
+          line("}");
+        }
+        return;
+      }
+    }
     if (s.for_kind == ForKind::Unrolled && !d_.unroll_pragma.empty())
       line(replace_all(std::string(d_.unroll_pragma), "{count}",
                        std::to_string(const_int(s.extent, &ext) ? std::min<int64_t>(ext, 64) : 4)));
@@ -1539,10 +1573,15 @@ private:
         const BufferView& b = buffer(st->buffer);
         std::string vt = helpers_.need_vector(b.dtype, lanes);
         std::string value = vexpr(st->value, b.dtype, s.var, lanes);
-        if (b.vector_lanes)
+        if (b.vector_lanes) {
           line(fmt::format("{}[{}] = {};", names_.buffer(st->buffer),
                            vector_slot(st->indices, b), value));
-        else
+        } else if (streams(st->buffer)) {
+          helpers_.need_stream();
+          streamed_ = true;
+          line(fmt::format("{}_stream(&{}[{}], {});", vt, names_.buffer(st->buffer),
+                           linear_index(st->indices, b.shape), value));
+        } else
           line(fmt::format("{}_store(&{}[{}], {});", vt, names_.buffer(st->buffer),
                            linear_index(st->indices, b.shape), value));
       }
@@ -1793,6 +1832,7 @@ private:
   std::set<std::string> warp_vars_;
   bool in_lane_loop_ = false;
   std::set<std::string> aligned_operands_;
+  bool streamed_ = false; // a streaming store was printed: the entry ends with a fence
   std::string out_;
   int indent_ = 0;
 };

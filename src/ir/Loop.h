@@ -100,6 +100,7 @@ struct LoopBuffer {
   DType dtype = DType::F32;
   std::vector<int64_t> shape;
   TensorRole role = TensorRole::Input;
+  bool stream = false; // written with streaming (non-temporal) stores where the dialect has them
 };
 
 struct LoopFunc {

@@ -308,6 +308,12 @@ private:
       b.role = TensorRole::Local;
     else
       fail(role, fmt::format("unknown buffer role '{}'", r), "roles are input, output, local");
+    if (at_keyword("stream")) {
+      if (b.role != TensorRole::Output)
+        fail(peek(), "only an output buffer is written with streaming stores");
+      next();
+      b.stream = true;
+    }
     globals_[b.name] = {b.dtype, b.shape.size()};
     return b;
   }

@@ -221,8 +221,8 @@ std::string to_string(const Stmt& s, int indent) {
 std::string to_string(const LoopProgram& p) {
   std::string out = "program " + p.kernel + " {\n";
   for (const LoopBuffer& b : p.buffers)
-    out += fmt::format("  buffer {}: {}{} {}\n", b.name, dtype_name(b.dtype),
-                       print_shape(b.shape), role_name(b.role));
+    out += fmt::format("  buffer {}: {}{} {}{}\n", b.name, dtype_name(b.dtype),
+                       print_shape(b.shape), role_name(b.role), b.stream ? " stream" : "");
   for (const ParamDecl& prm : p.params)
     out += fmt::format("  param {}: {}\n", prm.name, dtype_name(prm.dtype));
   for (const LoopFunc& f : p.funcs) {

@@ -32,6 +32,7 @@ std::vector<OpDef> build_library() {
   add_dropout_ops(ops);
   add_optimizer_ops(ops);
   add_onnx_extra_ops(ops);
+  add_quantization_ops(ops);
   std::sort(ops.begin(), ops.end(),
             [](const OpDef& a, const OpDef& b) { return a.name < b.name; });
   for (size_t i = 1; i < ops.size(); ++i)

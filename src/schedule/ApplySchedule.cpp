@@ -70,6 +70,8 @@ Stmt apply_one(const LoopProgram& p, const Stmt& body, const Primitive& x, const
   case PrimitiveKind::CacheWrite: return cache_write(p, body, x.buffer, x.scope, x.at);
   case PrimitiveKind::MicroKernel: return micro_kernel(p, body, x.at, hcd);
   case PrimitiveKind::Prefetch: return prefetch_next(body, x.buffer, x.at);
+  case PrimitiveKind::KeepTerms: return keep_terms(p, body, x.buffer, x.at);
+  case PrimitiveKind::Stream:
   case PrimitiveKind::ComputeAt:
   case PrimitiveKind::FoldInit:
   case PrimitiveKind::Epilogue:
@@ -137,6 +139,10 @@ LoopProgram lower_scheduled(const Kernel& kernel, const ShapeBindings& b, const 
       }
       if (x.kind == PrimitiveKind::Epilogue) {
         p = epilogue(p, x.buffer);
+        continue;
+      }
+      if (x.kind == PrimitiveKind::Stream) {
+        p = stream_output(p, x.buffer);
         continue;
       }
       if (x.kind == PrimitiveKind::FlashAttention) {

@@ -52,6 +52,14 @@ std::pair<int64_t, int64_t> cache_sizes(const hcd::Hcd& h) {
   return {l1, l2};
 }
 
+// The last cache level's size, or 0 when the HCD lists no third level.
+int64_t last_level_cache(const hcd::Hcd& h) {
+  std::vector<int64_t> sizes;
+  for (const hcd::MemoryLevel& l : h.memory)
+    if (l.scope != "register" && l.scope != "global" && l.size_bytes > 0) sizes.push_back(l.size_bytes);
+  return sizes.size() > 2 ? sizes.back() : 0;
+}
+
 std::string kib(int64_t bytes) {
   return bytes % 1024 == 0 ? fmt::format("{} KiB", bytes / 1024) : fmt::format("{:.1f} KiB", bytes / 1024.0);
 }
@@ -92,6 +100,67 @@ MapChunk map_chunk(const Stmt& store, const LoopProgram& p, int64_t extent, cons
 
 } // namespace
 
+// The BLIS tiling of a GEMM site, from the HCD (nr == 0: the site is too narrow).
+//
+// Loop order (gemm_schedule): parallel blocks of mg x ng outputs; in each, B is packed
+// per nc columns x kc (the block that stays in L3, or in L2 when there is only one A
+// block) and A per mc rows x kc (in L2); then nr-column micro-panels of B (in L1), each
+// met by every mr-row micro-panel of A. So B is packed once per row of parallel blocks
+// and A once per nc columns.
+GemmTiling analytic_gemm_tiling(const GemmSite& site, int64_t batch, const hcd::Hcd& h) {
+  GemmTiling t;
+  const int lanes = std::max(1, h.lanes_for(site.dtype));
+  const int64_t bytes = dtype_bytes(site.dtype);
+  if (site.N < lanes) return t;
+  int64_t nv = site.N >= 2 * lanes ? 2 : 1;
+  t.nr = nv * lanes;
+  t.mr = std::max<int64_t>(1, std::min<int64_t>((h.vector_registers - nv - 1) / nv, 8));
+  t.mr = std::min(t.mr, site.M);
+  auto [l1, l2] = cache_sizes(h);
+  const int64_t l3 = last_level_cache(h);
+  t.kc = std::max<int64_t>(8, pow2_floor(l1 * 3 / 4 / ((t.mr + t.nr) * bytes)));
+  if (site.K <= t.kc * 3 / 2) t.kc = site.K;
+  // Equal blocks: as many as the cache sizes ask for, then as even as the tile allows.
+  auto balance = [](int64_t total, int64_t block, int64_t multiple) {
+    int64_t n = (total + block - 1) / block;
+    return round_up((total + n - 1) / n, multiple);
+  };
+  if (t.kc < site.K) t.kc = balance(site.K, t.kc, 4);
+  t.mc = std::min(round_down(l2 / 2 / (t.kc * bytes), t.mr), round_up(site.M, t.mr));
+  // B's block is read once per A block: with several A blocks it is worth a large block
+  // in the last level (A is then packed once per nc columns); with one A block (small M)
+  // it is read once, and is best kept in L2.
+  const int64_t b_budget = site.M <= t.mc || l3 <= l2 ? l2 / 2 : std::min(l3 / 16, 4 * l2);
+  t.nc = std::min(round_down(b_budget / (t.kc * bytes), t.nr), round_up(site.N, t.nr));
+  // Parallel blocks: at least two per compute unit where the shape allows, split so
+  // that packing is repeated least. A row of blocks packs B again (K x N elements per
+  // row); a column packs A again for every nc columns, plus one more where its columns
+  // do not fill whole nc blocks (M x K per pack; A's copy transposes 6-row micro-panels,
+  // scalar loads, so it costs about four times B's vector copy per element).
+  const int64_t want = 2 * h.units;
+  const int64_t max_gm = (site.M + t.mr - 1) / t.mr, max_gn = (site.N + t.nr - 1) / t.nr;
+  int64_t best_gm = 1, best_gn = 1;
+  double best_cost = -1;
+  for (int64_t gm = 1; gm <= std::min(want, max_gm); ++gm) {
+    const int64_t gn = batch >= want ? 1 : std::min(max_gn, (want / batch + gm - 1) / gm);
+    if (batch < want && batch * gm * gn < want && gm < std::min(want, max_gm)) continue;
+    const int64_t ng = round_up((site.N + gn - 1) / gn, t.nr);
+    const int64_t a_packs = gn * ((ng + t.nc - 1) / t.nc);
+    const double cost = double(gm) * site.K * site.N + 4.0 * double(a_packs) * site.M * site.K;
+    if (best_cost < 0 || cost < best_cost) {
+      best_cost = cost;
+      best_gm = gm;
+      best_gn = gn;
+    }
+    if (batch >= want) break;
+  }
+  t.mg = balance(site.M, round_up((site.M + best_gm - 1) / best_gm, t.mr), t.mr);
+  t.ng = balance(site.N, round_up((site.N + best_gn - 1) / best_gn, t.nr), t.nr);
+  t.mc = balance(t.mg, std::min(t.mc, t.mg), t.mr);
+  t.nc = balance(t.ng, std::min(t.nc, t.ng), t.nr);
+  return t;
+}
+
 bool gemm_tiling_fits(const GemmSite& s, const GemmTiling& t, const hcd::Hcd& h, std::string* why) {
   const int lanes = std::max(1, h.lanes_for(s.dtype));
   const int64_t bytes = dtype_bytes(s.dtype);
@@ -101,15 +170,19 @@ bool gemm_tiling_fits(const GemmSite& s, const GemmTiling& t, const hcd::Hcd& h,
     if (why) *why = std::move(w);
     return false;
   };
-  if (t.mr < 1 || t.nr < 1 || t.kc < 1 || t.mc < t.mr || t.nc < t.nr || t.mc % t.mr || t.nc % t.nr)
-    return fail("tile sizes must be positive and mc, nc multiples of mr, nr");
+  if (t.mr < 1 || t.nr < 1 || t.kc < 1 || t.mc < t.mr || t.nc < t.nr || t.mc % t.mr || t.nc % t.nr ||
+      t.mg < t.mc || t.ng < t.nc || t.mg % t.mr || t.ng % t.nr)
+    return fail("tile sizes must be positive, mc, nc, mg, ng multiples of mr, nr, and mc <= mg, nc <= ng");
   if (t.mr * vectors + vectors + 1 > h.vector_registers)
     return fail(fmt::format("a {}x{} register tile needs {} vector registers, the HCD has {}", t.mr, t.nr,
                             t.mr * vectors + vectors + 1, h.vector_registers));
   if ((t.mr + t.nr) * t.kc * bytes > l1)
     return fail(fmt::format("micro-panels of {} exceed L1 ({})", kib((t.mr + t.nr) * t.kc * bytes), kib(l1)));
-  if ((t.mc + t.nc) * t.kc * bytes > 2 * l2)
-    return fail(fmt::format("packed panels of {} exceed twice L2 ({})", kib((t.mc + t.nc) * t.kc * bytes), kib(l2)));
+  if (t.mc * t.kc * bytes > l2)
+    return fail(fmt::format("the packed A block of {} exceeds L2 ({})", kib(t.mc * t.kc * bytes), kib(l2)));
+  const int64_t b_limit = std::max(l2, last_level_cache(h) / 4);
+  if (t.nc * t.kc * bytes > b_limit)
+    return fail(fmt::format("the packed B block of {} exceeds {}", kib(t.nc * t.kc * bytes), kib(b_limit)));
   return true;
 }
 
@@ -195,35 +268,23 @@ std::vector<GemmSite> gemm_sites(const Kernel& k, const ShapeBindings& b, const 
       if (moves && !unit_stride_in(e, site.j)) reads_ok = false;
     });
     if (!reads_ok) continue;
+    for (const std::string& name : site.operands) {
+      bool on_i = false, on_j = false;
+      visit(addend, [&](const Expr& e) {
+        if (e->kind != ExprKind::Access || e->name != name) return;
+        for (const Expr& x : e->operands) {
+          on_i |= depends_on(x, site.i);
+          on_j |= depends_on(x, site.j);
+        }
+      });
+      site.roles.push_back(on_i && !on_j ? 'a' : on_j && !on_i ? 'b' : 0);
+    }
 
-    // Analytic tiling.
-    const int lanes = std::max(1, h.lanes_for(site.dtype));
-    const int64_t bytes = dtype_bytes(site.dtype);
-    GemmTiling& t = site.tiling;
-    int64_t nv = site.N >= 2 * lanes ? 2 : 1;
-    if (site.N < lanes) continue;
-    t.nr = nv * lanes;
-    t.mr = std::max<int64_t>(1, std::min<int64_t>((h.vector_registers - nv - 1) / nv, 8));
-    t.mr = std::min(t.mr, site.M);
-    auto [l1, l2] = cache_sizes(h);
-    t.kc = std::max<int64_t>(8, pow2_floor(l1 * 3 / 4 / ((t.mr + t.nr) * bytes)));
-    if (site.K <= t.kc * 3 / 2) t.kc = site.K;
-    t.mc = std::min(round_down(l2 / 2 / (t.kc * bytes), t.mr), round_up(site.M, t.mr));
-    t.nc = std::min(round_down(l2 / 2 / (t.kc * bytes), t.nr), round_up(site.N, t.nr));
-    // Equal blocks: as many as the cache sizes ask for, then as even as the tile allows.
-    auto balance = [](int64_t total, int64_t block, int64_t multiple) {
-      int64_t n = (total + block - 1) / block;
-      return round_up((total + n - 1) / n, multiple);
-    };
-    if (t.kc < site.K) t.kc = balance(site.K, t.kc, 4);
-    t.mc = balance(site.M, t.mc, t.mr);
-    t.nc = balance(site.N, t.nc, t.nr);
     int64_t batch = 1;
     for (const StmtNode* l : chain)
       if (std::find(site.batch.begin(), site.batch.end(), l->var) != site.batch.end()) batch *= *const_int_value(l->extent);
-    auto tasks = [&] { return batch * ((site.M + t.mc - 1) / t.mc) * ((site.N + t.nc - 1) / t.nc); };
-    while (tasks() < 2 * h.units && t.mc > 4 * t.mr) t.mc = balance(site.M, round_down(t.mc / 2, t.mr), t.mr);
-    while (tasks() < 2 * h.units && t.nc > 4 * t.nr) t.nc = balance(site.N, round_down(t.nc / 2, t.nr), t.nr);
+    site.tiling = analytic_gemm_tiling(site, batch, h);
+    if (site.tiling.nr == 0) continue;
     sites.push_back(site);
   }
   return sites;
@@ -246,14 +307,18 @@ std::vector<Primitive> gemm_schedule(const GemmSite& s, const GemmTiling& t) {
     out.push_back(p);
   };
   const std::string &i = s.i, &j = s.j, &k = s.k;
-  split(i, t.mc, i + "_o", i + "_t");
-  split(j, t.nc, j + "_o", j + "_t");
+  // BLIS order: parallel blocks (i_g, j_g); per block, nc columns (j_o), kc (k_o: B
+  // packed here), mc rows (i_o: A packed here), then micro-panels.
+  split(i, t.mg, i + "_g", i + "_b");
+  split(i + "_b", t.mc, i + "_o", i + "_t");
+  split(j, t.ng, j + "_g", j + "_b");
+  split(j + "_b", t.nc, j + "_o", j + "_t");
   split(k, t.kc, k + "_o", k + "_i");
   split(i + "_t", t.mr, i + "_m", i + "_r");
   split(j + "_t", t.nr, j + "_m", j + "_r");
   Primitive order = prim(PrimitiveKind::Reorder);
   order.vars = s.batch;
-  for (const char* v : {"i_o", "j_o", "k_o", "j_m", "i_m", "k_i", "i_r", "j_r"}) {
+  for (const char* v : {"i_g", "j_g", "j_o", "k_o", "i_o", "j_m", "i_m", "k_i", "i_r", "j_r"}) {
     std::string name = v;
     char which = name[0];
     std::string base = which == 'i' ? i : which == 'j' ? j : k;
@@ -261,8 +326,8 @@ std::vector<Primitive> gemm_schedule(const GemmSite& s, const GemmTiling& t) {
   }
   out.push_back(order);
   Primitive fuse = prim(PrimitiveKind::Fuse);
-  fuse.vars = {i + "_o", j + "_o"};
-  fuse.outer = i + "_" + j + "_o";
+  fuse.vars = {i + "_g", j + "_g"};
+  fuse.outer = i + "_" + j + "_g";
   out.push_back(fuse);
   std::string task = fuse.outer;
   for (size_t n = s.batch.size(); n-- > 0;) {
@@ -275,14 +340,16 @@ std::vector<Primitive> gemm_schedule(const GemmSite& s, const GemmTiling& t) {
   Primitive par = prim(PrimitiveKind::Parallel);
   par.vars = {task};
   out.push_back(par);
-  for (size_t n = 0; n < s.operands.size(); ++n) {
-    if (!(n == 0 ? t.pack_a : t.pack_b)) continue;
-    Primitive st = prim(PrimitiveKind::Stage);
-    st.buffer = s.operands[n];
-    st.scope = MemScope::Local;
-    st.at = k + "_o";
-    out.push_back(st);
-  }
+  // B at k_o (once per kc x nc block), then A at i_o (once per mc x kc block).
+  for (char role : {'b', 'a'})
+    for (size_t n = 0; n < s.operands.size(); ++n) {
+      if (n >= s.roles.size() || s.roles[n] != role || !(role == 'a' ? t.pack_a : t.pack_b)) continue;
+      Primitive st = prim(PrimitiveKind::Stage);
+      st.buffer = s.operands[n];
+      st.scope = MemScope::Local;
+      st.at = role == 'a' ? i + "_o" : k + "_o";
+      out.push_back(st);
+    }
   Primitive mk = prim(PrimitiveKind::MicroKernel);
   mk.at = i + "_m";
   out.push_back(mk);
@@ -459,11 +526,18 @@ AutoSchedule auto_schedule(const Kernel& given, const ShapeBindings& b, const hc
         h.vector_bits));
     a.reasons.push_back(fmt::format("  L1: kc={} so the A ({}x{}) and B ({}x{}) micro-panels take {} of {}", t.kc,
                                     t.mr, t.kc, t.kc, t.nr, kib((t.mr + t.nr) * t.kc * bytes), kib(l1)));
-    a.reasons.push_back(fmt::format("  L2: block mc={} x nc={}: packed A {} + packed B {} against L2 {}", t.mc, t.nc,
-                                    kib(t.mc * t.kc * bytes), kib(t.nc * t.kc * bytes), kib(l2)));
-    int64_t tasks = ((site.M + t.mc - 1) / t.mc) * ((site.N + t.nc - 1) / t.nc);
-    a.reasons.push_back(fmt::format("  threads: {} parallel blocks{} over {} compute units", tasks,
-                                    site.batch.empty() ? "" : " per batch", h.units));
+    const int64_t l3 = last_level_cache(h);
+    a.reasons.push_back(fmt::format("  L2: packed A block mc={} x kc={} takes {} of {}", t.mc, t.kc,
+                                    kib(t.mc * t.kc * bytes), kib(l2)));
+    a.reasons.push_back(fmt::format("  {}: packed B block kc={} x nc={} takes {}{}", l3 > l2 && t.nc * t.kc * bytes > l2 / 2 ? "L3" : "L2",
+                                    t.kc, t.nc, kib(t.nc * t.kc * bytes),
+                                    site.M <= t.mc ? " (one A block: B is read once, kept in L2)" : ""));
+    int64_t tasks = ((site.M + t.mg - 1) / t.mg) * ((site.N + t.ng - 1) / t.ng);
+    a.reasons.push_back(fmt::format("  threads: {} parallel blocks of {}x{}{} over {} compute units (B packed {} "
+                                    "times, A {} times per kc)",
+                                    tasks, t.mg, t.ng, site.batch.empty() ? "" : " per batch", h.units,
+                                    (site.M + t.mg - 1) / t.mg,
+                                    ((site.N + t.ng - 1) / t.ng) * ((t.ng + t.nc - 1) / t.nc)));
     // A local result mapped elementwise by the next statement: the map runs on the
     // finished tiles in this launch (Epilogue.cpp) and the local is never stored.
     const TensorDecl* out = k.find_tensor(site.output);
@@ -504,8 +578,53 @@ AutoSchedule auto_schedule(const Kernel& given, const ShapeBindings& b, const hc
                                       "the slice stays in L1)",
                                       c.output, ca.at, next.output));
   }
-  // Everything else: the outermost spatial loop in parallel.
+  // A slice's reduction whose terms the next loop computes again (softmax's exps): on a
+  // CPU the reduction keeps them in a row buffer that fits half of L1 (next to the
+  // slice itself) and the map reads them (KeepTerms.cpp).
   LoopProgram p = lower_scheduled(given, b, h, s);
+  if (h.kind == hcd::DeviceKind::Cpu) {
+    for (const LoopFunc& f : p.funcs) {
+      const Stmt& loop = f.body;
+      if (loop->kind != StmtKind::For || loop->body[0]->kind != StmtKind::Block) continue;
+      std::string written; // the func's output, to name the launch
+      std::set<std::string> stored;
+      std::function<void(const Stmt&)> find = [&](const Stmt& x) {
+        if (x->kind == StmtKind::Store) {
+          const LoopBuffer* buf = p.find_buffer(x->buffer);
+          if (buf && buf->role == TensorRole::Output && written.empty()) written = x->buffer;
+          if (buf && buf->role == TensorRole::Local) stored.insert(x->buffer);
+        }
+        for (const Stmt& c : x->body) find(c);
+      };
+      find(loop);
+      if (written.empty()) continue;
+      for (const Stmt& x : loop->body[0]->body) {
+        if (x->kind != StmtKind::For) continue;
+        auto extent = const_int_value(x->extent);
+        int64_t bytes = 0;
+        for (const std::string& local : stored) {
+          const LoopBuffer* buf = p.find_buffer(local);
+          bytes = std::max<int64_t>(bytes, extent.value_or(0) * dtype_bytes(buf->dtype));
+        }
+        if (bytes == 0 || bytes > l1 / 2) break;
+        for (const std::string& local : stored) {
+          Primitive keep;
+          keep.kind = PrimitiveKind::KeepTerms;
+          keep.buffer = local;
+          keep.at = loop->var;
+          keep.on = written;
+          if (try_add({keep}))
+            a.reasons.push_back(fmt::format("{}: the reduction into {} keeps its terms in a row buffer of {} "
+                                            "(half of L1 {} at most) for the loop writing {}, which reads them "
+                                            "instead of computing them again (keep_terms)",
+                                            written, local, kib(bytes), kib(l1), written));
+        }
+        break;
+      }
+    }
+    p = lower_scheduled(given, b, h, s);
+  }
+  // Everything else: the outermost spatial loop in parallel.
   for (const LoopFunc& f : p.funcs) {
     if (f.body->kind != StmtKind::For || f.body->for_kind != ForKind::Serial) continue;
     Primitive par;
@@ -592,9 +711,9 @@ AutoSchedule auto_schedule(const Kernel& given, const ShapeBindings& b, const hc
   }
   // Multi-pass slices on a CPU (a per-slice chain: max, sum, normalise of a row): only
   // the first pass reads memory, the later ones find the slice in L1. The last pass
-  // hints the caches with the next slice (Prefetch.cpp), so memory streams while the
-  // core computes. Only for inputs larger than L2 (they come from further out) that an
-  // earlier pass and the last one both read.
+  // that reads the slice hints the caches with the next one (Prefetch.cpp), so memory
+  // streams while the core computes. Only for inputs larger than L2 (they come from
+  // further out) that two passes or more read.
   if (h.kind == hcd::DeviceKind::Cpu) {
     const int64_t l2_bytes = cache_sizes(h).second;
     p = lower_scheduled(given, b, h, s);
@@ -635,20 +754,59 @@ AutoSchedule auto_schedule(const Kernel& given, const ShapeBindings& b, const hc
       for (const LoopBuffer& buf : p.buffers) {
         int64_t bytes = dtype_bytes(buf.dtype);
         for (int64_t d : buf.shape) bytes *= d;
-        bool earlier = false; // read by a pass before the last
-        for (size_t n = 0; n + 1 < nests.size(); ++n) earlier |= nests[n].count(buf.name) > 0;
-        if (buf.role != TensorRole::Input || bytes <= l2_bytes || !earlier || !nests.back().count(buf.name))
-          continue;
+        int passes = 0; // nests that read it: the first from memory, a later one from L1
+        for (const std::set<std::string>& nest : nests) passes += nest.count(buf.name) > 0;
+        if (buf.role != TensorRole::Input || bytes <= l2_bytes || passes < 2) continue;
         Primitive pf;
         pf.kind = PrimitiveKind::Prefetch;
         pf.buffer = buf.name;
         pf.at = loop->var;
         pf.on = written;
         if (try_add({pf}))
-          a.reasons.push_back(fmt::format("{}: the last loop nest of each '{}' slice prefetches {} of the next "
-                                          "slice ({} of {} exceeds L2 {}: the first pass would wait on memory)",
+          a.reasons.push_back(fmt::format("{}: the last loop nest of each '{}' slice that reads {} prefetches it for "
+                                          "the next slice ({} of {} exceeds L2 {}: the first pass would wait on memory)",
                                           written, loop->var, buf.name, buf.name, kib(bytes), kib(l2_bytes)));
       }
+    }
+  }
+  // Outputs larger than the last-level cache, written once and never read back by the
+  // kernel, on a CPU: streaming stores skip reading each line before writing it
+  // (StreamStores.cpp). Not for GEMM outputs (their tiles are the GEMM path's).
+  if (h.kind == hcd::DeviceKind::Cpu) {
+    int64_t llc = 0;
+    for (const hcd::MemoryLevel& l : h.memory)
+      if (l.scope != "register" && l.scope != "global") llc = std::max(llc, l.size_bytes);
+    std::set<std::string> gemm_outputs;
+    for (size_t n : gemm_statements)
+      if (n < k.body.size()) gemm_outputs.insert(k.body[n].output);
+    p = lower_scheduled(given, b, h, s);
+    for (const LoopBuffer& buf : p.buffers) {
+      int64_t bytes = dtype_bytes(buf.dtype);
+      for (int64_t d : buf.shape) bytes *= d;
+      if (buf.role != TensorRole::Output || llc == 0 || bytes <= llc || gemm_outputs.count(buf.name)) continue;
+      int writers = 0;
+      bool read = false;
+      for (const LoopFunc& f : p.funcs) {
+        bool writes = false;
+        std::function<void(const Stmt&)> walk = [&](const Stmt& x) {
+          writes |= x->kind == StmtKind::Store && x->buffer == buf.name;
+          for (const Expr& e : {x->min, x->extent, x->cond, x->value})
+            if (e) visit(e, [&](const Expr& r) { read |= r->kind == ExprKind::Access && r->name == buf.name; });
+          for (const Expr& i : x->indices)
+            visit(i, [&](const Expr& r) { read |= r->kind == ExprKind::Access && r->name == buf.name; });
+          for (const Stmt& c : x->body) walk(c);
+        };
+        walk(f.body);
+        writers += writes;
+      }
+      if (writers != 1 || read) continue;
+      Primitive st;
+      st.kind = PrimitiveKind::Stream;
+      st.buffer = buf.name;
+      if (try_add({st}))
+        a.reasons.push_back(fmt::format("{}: written with streaming stores ({} exceeds the last-level cache {}: "
+                                        "the lines need not be read before they are written)",
+                                        buf.name, kib(bytes), kib(llc)));
     }
   }
   if (a.reasons.empty()) a.reasons.push_back("default schedule: nothing to block or fuse");

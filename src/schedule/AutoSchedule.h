@@ -16,7 +16,9 @@ namespace unitile {
 struct GemmTiling {
   int64_t mr = 0, nr = 0; // register tile
   int64_t kc = 0;         // reduction block (micro-panels in L1)
-  int64_t mc = 0, nc = 0; // output block per parallel task (packed panels in L2)
+  int64_t mc = 0;         // rows of a packed A block (mc x kc, in L2)
+  int64_t nc = 0;         // columns of a packed B block (kc x nc, in L3, or L2 when M is one block)
+  int64_t mg = 0, ng = 0; // the output block of one parallel task: mc x nc blocks, BLIS order
   bool pack_a = true, pack_b = true;
 };
 
@@ -41,6 +43,7 @@ struct GemmSite {
   int64_t M = 0, N = 0, K = 0;
   DType dtype = DType::F32;
   std::vector<std::string> operands; // the tensors the contraction reads (staged when packed)
+  std::vector<char> roles;           // per operand: 'a' moves with i only, 'b' with j only, 0 neither/both
   GemmTiling tiling;
 };
 std::vector<GemmSite> gemm_sites(const Kernel& k, const ShapeBindings& b, const hcd::Hcd& hcd);

@@ -1,8 +1,9 @@
 // prefetch: a multi-pass loop body (a per-slice chain: a row's max, then its sum, then
 // its normalised values) reads memory only in its first pass; the later passes find
 // the slice in L1, and memory idles meanwhile. A hint for the next slice in the last
-// pass keeps memory busy while the core computes, so one core streams at close to the
-// bandwidth of a plain loop. Results never change (the hint is a no-op on sim).
+// pass that reads the slice keeps memory busy while the core computes, so one core
+// streams at close to the bandwidth of a plain loop (the last pass itself may read only
+// a row buffer, as after keep_terms). Results never change (the hint is a no-op on sim).
 #include "schedule/IndexArith.h"
 #include "schedule/LoopRewrite.h"
 #include "schedule/Primitives.h"
@@ -13,16 +14,16 @@ namespace unitile {
 
 namespace {
 
-// The last loop among the statements of `s` (looking through blocks, lets and
-// allocations), or null.
-const StmtNode* last_loop(const Stmt& s) {
-  if (s->kind == StmtKind::For)
-    return s.get();
+// The loop nests among the statements of `s` (looking through blocks, lets and
+// allocations), in order.
+void loop_nests(const Stmt& s, std::vector<const StmtNode*>* out) {
+  if (s->kind == StmtKind::For) {
+    out->push_back(s.get());
+    return;
+  }
   if (s->kind == StmtKind::Block || s->kind == StmtKind::Let || s->kind == StmtKind::Allocate)
-    for (size_t n = s->body.size(); n-- > 0;)
-      if (const StmtNode* l = last_loop(s->body[n]))
-        return l;
-  return nullptr;
+    for (const Stmt& c : s->body)
+      loop_nests(c, out);
 }
 
 // The innermost loop of the perfect nest starting at `l`.
@@ -30,6 +31,47 @@ const StmtNode* innermost(const StmtNode* l) {
   while (l->body[0]->kind == StmtKind::For)
     l = l->body[0].get();
   return l;
+}
+
+// Iterations of the nest at `l` (constant extents; 0 when one is not).
+int64_t trips(const StmtNode* l) {
+  int64_t n = 1;
+  for (;; l = l->body[0].get()) {
+    auto e = const_int_value(l->extent);
+    n *= e ? *e : 0;
+    if (l->body[0]->kind != StmtKind::For)
+      return n;
+  }
+}
+
+// Whether the body of loop `inner` reads `buffer` at an element that moves with `at`.
+bool reads_moving(const StmtNode* inner, const std::string& buffer, const std::string& at) {
+  bool found = false;
+  std::function<void(const Stmt&)> walk = [&](const Stmt& x) {
+    for (const Expr& e : {x->value, x->cond})
+      visit(e, [&](const Expr& a) {
+        if (a->kind != ExprKind::Access || a->name != buffer || a->guard)
+          return;
+        for (const Expr& i : a->operands)
+          found |= depends_on(i, at);
+      });
+    for (const Stmt& b : x->body)
+      walk(b);
+  };
+  walk(inner->body[0]);
+  return found;
+}
+
+// The nest whose innermost loop gets the hints: the last one that reads `buffer` (the
+// longest of them, when a short tail loop comes after a vector loop), else the last.
+const StmtNode* hinted_nest(const Stmt& s, const std::string& buffer, const std::string& at) {
+  std::vector<const StmtNode*> nests;
+  loop_nests(s, &nests);
+  const StmtNode* best = nullptr;
+  for (const StmtNode* l : nests)
+    if (reads_moving(innermost(l), buffer, at) && (!best || trips(l) >= trips(best)))
+      best = l;
+  return best ? best : nests.empty() ? nullptr : nests.back();
 }
 
 } // namespace
@@ -48,7 +90,7 @@ Stmt prefetch_next(const Stmt& body, const std::string& buffer, const std::strin
     auto extent = const_int_value(s->extent);
     if (!extent)
       throw fail(fmt::format("loop '{}' has no constant extent", at));
-    const StmtNode* last = last_loop(s->body[0]);
+    const StmtNode* last = hinted_nest(s->body[0], buffer, at);
     if (!last)
       throw fail(fmt::format("loop '{}' holds no loop nest", at));
     const StmtNode* inner = innermost(last);

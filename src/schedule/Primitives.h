@@ -59,10 +59,24 @@ Stmt vectorize_reduction(const Stmt& body, const std::string& v,
 bool is_vectorizable_reduction(const Stmt& loop, const std::string& acc, int lanes);
 
 /// prefetch: in loop `at` (constant extent), the innermost loop of the last loop nest
-/// of its body also hints the caches with each of its reads of `buffer` that move with
+/// of its body that reads `buffer` (the longest such nest, if a tail loop follows) also hints the caches with each of its reads of `buffer` that move with
 /// `at`, at the next iteration of `at` (the last iteration hints its own elements).
 /// Results never change: a Prefetch statement is only a hint (Prefetch.cpp).
 Stmt prefetch_next(const Stmt& body, const std::string& buffer, const std::string& at);
+
+/// keep_terms: in loop `at`, the reduction into `buffer` (a register accumulator over a
+/// loop j: `acc[0] = OP(acc[0], term)`, then `buffer[..] = acc[0]`) is followed by a loop
+/// over the same range whose stores compute the same term: the reduction also stores
+/// each term into a new row buffer `<buffer>_terms` (local scope, one per iteration of
+/// `at`) and the map reads it instead of recomputing; the map's division by the
+/// reduction's result becomes a multiply by its reciprocal, computed once (KeepTerms.cpp).
+Stmt keep_terms(const LoopProgram& p, const Stmt& body, const std::string& buffer, const std::string& at);
+
+/// stream: the output `buffer` is marked for streaming stores: the printer writes its
+/// whole-vector stores with non-temporal instructions where the dialect has them (the
+/// C dialect on x86), which skip the read of each line before it is written and keep it
+/// out of the caches; a fence ends each launch that made them. Results never change.
+LoopProgram stream_output(const LoopProgram& p, const std::string& buffer);
 
 /// unroll: loop v, of constant extent at most 64, is unrolled completely.
 Stmt unroll_loop(const Stmt& body, const std::string& v);

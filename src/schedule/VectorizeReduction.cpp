@@ -88,14 +88,39 @@ bool unit_stride_reads(const Expr& e, const std::string& v) {
   return moving && ok;
 }
 
+// A reduction loop's body: stores of each element's term into a row buffer first (what
+// keep_terms adds: unit-stride in the loop, never the accumulator), then the step.
+struct ReductionBody {
+  std::vector<Stmt> side;
+  ReductionStep step;
+};
+
+std::optional<ReductionBody> reduction_body(const Stmt& loop, const std::string& acc) {
+  const Stmt& b = loop->body[0];
+  std::vector<Stmt> stmts = b->kind == StmtKind::Block ? b->body : std::vector<Stmt>{b};
+  if (stmts.empty()) return std::nullopt;
+  auto step = reduction_step(stmts.back(), acc);
+  if (!step) return std::nullopt;
+  ReductionBody r{{}, *step};
+  for (size_t n = 0; n + 1 < stmts.size(); ++n) {
+    const Stmt& s = stmts[n];
+    if (s->kind != StmtKind::Store || s->buffer == acc || reads_buffer(s->value, acc) ||
+        !unit_stride_in(access(s->buffer, s->indices, s->value->type), loop->var) ||
+        !unit_stride_reads(s->value, loop->var))
+      return std::nullopt;
+    r.side.push_back(s);
+  }
+  return r;
+}
+
 } // namespace
 
 bool is_vectorizable_reduction(const Stmt& loop, const std::string& acc, int lanes) {
   if (loop->kind != StmtKind::For || loop->for_kind != ForKind::Serial || loop->body.size() != 1) return false;
-  auto step = reduction_step(loop->body[0], acc);
+  auto body = reduction_body(loop, acc);
   auto extent = const_int_value(loop->extent);
-  return step && extent && *extent >= 2 * lanes && const_int_value(loop->min) == 0 &&
-         unit_stride_reads(step->e, loop->var);
+  return body && extent && *extent >= 2 * lanes && const_int_value(loop->min) == 0 &&
+         unit_stride_reads(body->step.e, loop->var);
 }
 
 Stmt vectorize_reduction(const Stmt& body, const std::string& v,
@@ -120,7 +145,8 @@ Stmt vectorize_reduction(const Stmt& body, const std::string& v,
     }
     if (!loop_at) return s;
     const Stmt& loop = stmts[*loop_at];
-    const ReductionStep step = *reduction_step(loop->body[0], acc);
+    const ReductionBody parts = *reduction_body(loop, acc);
+    const ReductionStep& step = parts.step;
     const int64_t extent = *const_int_value(loop->extent);
     // Up to four vectors of partial results when the loop is long enough: independent
     // chains hide the latency of the vector add (or max) behind each other.
@@ -142,8 +168,9 @@ Stmt vectorize_reduction(const Stmt& body, const std::string& v,
         continue;
       }
       const Expr at = binary(BinaryOp::Add, binary(BinaryOp::Mul, var(outer), L), var(lane));
-      Stmt lanes_step = store(acc, {var(lane)}, combine(step.op, slot(acc, t, var(lane)), step.e));
-      lanes_step = substitute(lanes_step, v, at);
+      std::vector<Stmt> lane_body = parts.side;
+      lane_body.push_back(store(acc, {var(lane)}, combine(step.op, slot(acc, t, var(lane)), step.e)));
+      Stmt lanes_step = substitute(block(std::move(lane_body)), v, at);
       out.push_back(for_loop(outer, int_imm(0), int_imm(blocks), ForKind::Serial,
                              for_loop(lane, int_imm(0), L, ForKind::Vectorized, lanes_step)));
       if (rest)

@@ -47,27 +47,31 @@ Schedule replace_block(const Schedule& s, size_t at, size_t length,
   return out;
 }
 
-using TilingId = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, bool, bool>;
+using TilingId =
+    std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, bool, bool>;
 TilingId id_of(const GemmTiling& t) {
-  return {t.mr, t.nr, t.kc, t.mc, t.nc, t.pack_a, t.pack_b};
+  return {t.mr, t.nr, t.kc, t.mc, t.nc, t.mg, t.ng, t.pack_a, t.pack_b};
 }
 
 int64_t round_up(int64_t x, int64_t m) {
   return (x + m - 1) / m * m;
 }
 
-// Keep a tiling consistent with its site: mc, nc multiples of mr, nr and no larger than
-// the rounded-up extent; kc no larger than K.
+// Keep a tiling consistent with its site: mg, ng (parallel blocks) multiples of mr, nr
+// and no larger than the rounded-up extent; mc, nc multiples of mr, nr and no larger
+// than mg, ng; kc no larger than K.
 GemmTiling normalized(GemmTiling t, const GemmSite& s) {
   t.mr = std::clamp<int64_t>(t.mr, 1, std::max<int64_t>(1, s.M));
   t.kc = std::clamp<int64_t>(t.kc, 1, std::max<int64_t>(1, s.K));
-  t.mc = std::clamp(round_up(std::max<int64_t>(t.mc, 1), t.mr), t.mr, round_up(s.M, t.mr));
-  t.nc = std::clamp(round_up(std::max<int64_t>(t.nc, 1), t.nr), t.nr, round_up(s.N, t.nr));
+  t.mg = std::clamp(round_up(std::max<int64_t>(t.mg, 1), t.mr), t.mr, round_up(s.M, t.mr));
+  t.ng = std::clamp(round_up(std::max<int64_t>(t.ng, 1), t.nr), t.nr, round_up(s.N, t.nr));
+  t.mc = std::clamp(round_up(std::max<int64_t>(t.mc, 1), t.mr), t.mr, t.mg);
+  t.nc = std::clamp(round_up(std::max<int64_t>(t.nc, 1), t.nr), t.nr, t.ng);
   return t;
 }
 
-// One step along each parameter: mr by one row, nr by one vector, kc, mc and nc by a
-// factor of two, and each packing switched.
+// One step along each parameter: mr by one row, nr by one vector, kc, mc, nc and the
+// parallel block's mg and ng by a factor of two, and each packing switched.
 std::vector<GemmTiling> neighbours(const GemmTiling& t, const GemmSite& s, int lanes) {
   std::vector<GemmTiling> out;
   auto add = [&](auto change) {
@@ -86,6 +90,10 @@ std::vector<GemmTiling> neighbours(const GemmTiling& t, const GemmSite& s, int l
   add([](GemmTiling& n) { n.mc /= 2; });
   add([](GemmTiling& n) { n.nc *= 2; });
   add([](GemmTiling& n) { n.nc /= 2; });
+  add([](GemmTiling& n) { n.mg *= 2; });
+  add([](GemmTiling& n) { n.mg /= 2; });
+  add([](GemmTiling& n) { n.ng *= 2; });
+  add([](GemmTiling& n) { n.ng /= 2; });
   add([](GemmTiling& n) { n.pack_a = !n.pack_a; });
   add([](GemmTiling& n) { n.pack_b = !n.pack_b; });
   return out;

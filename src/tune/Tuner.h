@@ -1,8 +1,9 @@
 // The tuner: measures schedules of one kernel on a device and records every measurement
 // in the tuning database. It starts from the auto-scheduler's schedule and, for each
 // register-blocked contraction, runs a small beam search over the GEMM tiling
-// (mr, nr, kc, mc, nc, packing), skipping tilings the HCD says cannot fit and checking
-// every candidate against the sim device on a small shape before timing it.
+// (mr, nr, kc, mc, nc, the parallel block mg x ng, packing), skipping tilings the HCD
+// says cannot fit and checking every candidate against the sim device on a small shape
+// before timing it.
 #pragma once
 
 #include "runtime/Session.h"

@@ -183,6 +183,10 @@ CASES = [
     U("max_pool", (1, 1, 4, 4), "perm", kernel_shape=[2, 2], strides=[1, 2]),
     U("global_average_pool", (1, 2, 3)),
     U("global_max_pool", (1, 2, 3), "perm"),
+    U("lp_pool", (1, 2, 4, 5), kernel_shape=[2, 3], strides=[2, 1], pads=[1, 1, 0, 1], p=3),
+    U("lp_pool", (1, 1, 5), kernel_shape=[2], p=1),
+    U("global_lp_pool", (1, 2, 3, 2), p=2),
+    U("lrn", (2, 5, 3), size=4, alpha=0.5, beta=0.6, bias=1.3),
     U("resize", (1, 1, 2, 3), mode="linear", sizes=[1, 1, 3, 5]),
     U("resize", (1, 1, 2, 3), mode="nearest", scales=[1.0, 1.0, 2.0, 2.0]),
     # --- training ------------------------------------------------------------------------
@@ -257,7 +261,8 @@ def test_gradients_match_finite_differences(batch):
             xs = [a.copy() for a in arrays]
             for i, e in moves:
                 xs[i].flat[e] += sign * EPS
-            values.append(forward(*xs, device="cpu"))
+            v = forward(*xs, device="cpu")
+            values.append(v if isinstance(v, (tuple, list)) else (v,))  # a batch of one case
         for i, e in moves:
             c = owner[i]
             fd[i].flat[e] = (float(values[0][c]) - float(values[1][c])) / (2 * EPS)

@@ -344,6 +344,85 @@ def test_onnx_extras(device, rng):
                   ("mean_variance_normalization", mvn), ("eye_like", np.eye(3, 5, k=1, dtype=np.int64))])
 
 
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_quantization(device, rng):
+    """quantize_linear, dequantize_linear, dynamic_quantize_linear, matmul_integer and
+    qlinear_matmul in one kernel, against NumPy (ONNX's definitions). X / scale stays away
+    from rounding ties, so the integer results compare exactly."""
+    scale = np.float32(0.05)
+    x = ((rng.integers(-140, 140, (4, 6)) + rng.uniform(0.1, 0.4, (4, 6))) * scale).astype(np.float32)
+    zp = np.array(128, np.uint8)
+    a = rng.integers(0, 256, (3, 7)).astype(np.uint8)
+    b = rng.integers(0, 256, (7, 5)).astype(np.uint8)
+    az, bz = np.array(10, np.uint8), np.array(200, np.uint8)
+    sa, sb, sy = (np.array(v, np.float32) for v in (0.03, 0.02, 0.7))
+    yz = np.array(90, np.uint8)
+
+    @tl.kernel
+    def family(x, s, zp, a, b, az, bz, sa, sb, sy, yz):
+        q = tl.quantize_linear(x, s, zp)
+        return (q, tl.dequantize_linear(q, s, zp), *tl.dynamic_quantize_linear(x),
+                tl.matmul_integer(a, b, az, bz), tl.qlinear_matmul(a, sa, az, b, sb, bz, sy, yz))
+
+    got = family(x, np.array(scale), zp, a, b, az, bz, sa, sb, sy, yz, device=device)
+    q = np.clip(np.rint(x / scale) + 128, 0, 255).astype(np.uint8)
+    lo, hi = min(np.float32(0), x.min()), max(np.float32(0), x.max())
+    dscale = np.float32((hi - lo) / np.float32(255))
+    dzp = np.uint8(np.clip(np.rint(-lo / dscale), 0, 255))
+    acc = (a.astype(np.int64) - 10) @ (b.astype(np.int64) - 200)
+    mult = np.float32(np.float32(sa * sb) / sy)
+    compare(got, [("quantize_linear", q),
+                  ("dequantize_linear", (q.astype(np.float32) - 128) * scale),
+                  ("dynamic_quantize_linear Y", np.clip(np.rint(x / dscale) + dzp, 0, 255).astype(np.uint8)),
+                  ("dynamic_quantize_linear YScale", dscale),
+                  ("dynamic_quantize_linear YZeroPoint", dzp),
+                  ("matmul_integer", acc.astype(np.int32)),
+                  ("qlinear_matmul", np.clip(np.rint(acc.astype(np.float32) * mult) + 90, 0, 255).astype(np.uint8))])
+
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_onnx_more(device, rng):
+    """lp_pool, global_lp_pool, lrn, cast_like, reverse_sequence, center_crop_pad, the
+    windows and the seeded random ops (checked by their properties here; tests/ops checks
+    their exact values)."""
+    x = f32(rng, 2, 4, 5, 6)
+    s = f32(rng, 5, 3, 2)
+    lens = np.array([5, 0, 2], np.int64)
+    p = rng.uniform(0, 1, (300, 40)).astype(np.float32)
+
+    @tl.kernel
+    def family(x, s, lens, p):
+        return (tl.lp_pool(x, kernel_shape=[2, 3], strides=[1, 3], p=2), tl.global_lp_pool(x, p=1),
+                tl.lrn(x, size=3, alpha=0.1), tl.cast_like(x, lens), tl.reverse_sequence(s, lens),
+                tl.center_crop_pad(s, shape=[3, 5], axes=[0, 1]), tl.hann_window(size=6), tl.hamming_window(size=6),
+                tl.blackman_window(size=6, periodic=0), tl.random_uniform_like(p, low=-1.0, high=3.0, seed=1),
+                tl.random_normal_like(p, seed=2), tl.bernoulli(p, seed=3))
+
+    got = family(x, s, lens, p, device=device)
+    X = x.astype(np.float64)
+    lp = np.sqrt(sliding_window_view(X ** 2, (2, 3), axis=(2, 3))[:, :, :, ::3].sum((-1, -2)))
+    sq = np.stack([(X[:, max(0, c - 1):c + 2] ** 2).sum(1) for c in range(4)], 1)
+    rev = s.copy()
+    rev[:5, 0] = s[4::-1, 0]
+    rev[:2, 2] = s[1::-1, 2]
+    crop = np.pad(s[1:4], [(0, 0), (1, 1), (0, 0)])
+    n = np.arange(6)
+    compare(got[:9], [("lp_pool", lp), ("global_lp_pool", np.abs(X).sum((2, 3), keepdims=True)),
+                      ("lrn", X / (1 + 0.1 / 3 * sq) ** 0.75), ("cast_like", x.astype(np.int64)),
+                      ("reverse_sequence", rev), ("center_crop_pad", crop),
+                      ("hann_window", 0.5 - 0.5 * np.cos(2 * np.pi * n / 6)),
+                      ("hamming_window", 25 / 46 - 21 / 46 * np.cos(2 * np.pi * n / 6)),
+                      ("blackman_window", 0.42 - 0.5 * np.cos(2 * np.pi * n / 5) + 0.08 * np.cos(4 * np.pi * n / 5))])
+    uni, nor, ber = (np.asarray(g) for g in got[9:])
+    assert uni.shape == nor.shape == ber.shape == p.shape
+    assert -1 <= uni.min() and uni.max() < 3 and abs(uni.mean() - 1) < 0.05
+    assert abs(nor.mean()) < 0.05 and abs(nor.std() - 1) < 0.05
+    assert set(np.unique(ber)) <= {0, 1} and abs(ber.mean() - p.mean()) < 0.02
+    assert abs(np.corrcoef(ber.ravel(), p.ravel())[0, 1]) > 0.3  # 1s follow the probabilities
+
+
 def test_eager_calls_outputs_in_declared_order_and_ops_without_inputs():
     # Outputs come in the op's declared order (a node keeps them by port name, where
     # "Indices" < "Values" and "Y10" < "Y2"); an op without inputs runs eagerly too.

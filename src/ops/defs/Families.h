@@ -21,5 +21,6 @@ void add_loss_ops(std::vector<OpDef>& ops);
 void add_dropout_ops(std::vector<OpDef>& ops);
 void add_optimizer_ops(std::vector<OpDef>& ops);
 void add_onnx_extra_ops(std::vector<OpDef>& ops);
+void add_quantization_ops(std::vector<OpDef>& ops);
 
 } // namespace unitile::ops

@@ -1,7 +1,8 @@
 // ONNX default-domain ops the issue-5 coverage audit found missing: the variadic Sum and
 // Mean as add_n and mean_n (with their backward ops; `sum` and `mean` are the reductions'
-// names in the Python API), Hardmax, LpNormalization, MeanVarianceNormalization and
-// EyeLike.
+// names in the Python API), Hardmax, LpNormalization, MeanVarianceNormalization,
+// EyeLike, LRN, CastLike, ReverseSequence, CenterCropPad and the Hann, Hamming and
+// Blackman windows.
 //
 // Each is a few comprehensions in the style of the family files: broadcast reads for the
 // variadic ops, per-row statistics in locals of the compute type for the normalizations.
@@ -11,6 +12,7 @@
 #include "ops/defs/Families.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace unitile::ops {
 namespace {
@@ -184,6 +186,188 @@ void emit_eye_like(OpContext& ctx) {
            zero);
 }
 
+
+// An output dtype attribute `name` (empty: `fallback`).
+DType dtype_or(const OpContext& ctx, const std::string& name, DType fallback) {
+  const std::string text = ctx.attr_string(name);
+  if (text.empty())
+    return fallback;
+  const std::optional<DType> dt = parse_dtype(text);
+  if (!dt)
+    ctx.fail("attribute '{}': unknown dtype '{}' (f16, bf16, f32, f64, i8, i16, i32, i64, u8, bool)",
+             name, text);
+  return *dt;
+}
+
+// lrn: local response normalization across channels (ONNX LRN): Y = X / (bias + alpha /
+// size * sum of X^2 over the `size` channels around c)^beta, the window running from
+// c - floor((size - 1) / 2) to c + ceil((size - 1) / 2), clipped to [0, C). The window
+// offset j gets its range from the small local `win[j] = j`.
+void emit_lrn(OpContext& ctx) {
+  ctx.require_float("X");
+  ctx.require_rank_at_least("X", 2);
+  const TensorSpec& x = ctx.in("X");
+  const int64_t size = ctx.attr_int("size");
+  if (size < 1)
+    ctx.fail("attribute 'size' = {}: it must be at least 1", size);
+  const int64_t rank = static_cast<int64_t>(x.shape.size());
+  const std::vector<std::string> idx = index_names(rank);
+  std::vector<std::string> at = idx;
+  const int64_t before = (size - 1) / 2;
+  at[1] = fmt::format("i1 + j - {}", before);
+  const DType acc = compute_type(x.dtype);
+  ctx.input("X");
+  ctx.output("Y", x.dtype, x.shape);
+  ctx.local("win", DType::I64, {size});
+  ctx.stmt("win[j] = j");
+  ctx.local("sq", acc, x.shape);
+  const std::string c = at[1];
+  ctx.stmt(fmt::format("{} += win[j] >= 0 && {} >= 0 && {} < {} ? {} * {} : 0", access("sq", idx), c, c,
+                       x.shape[1], access("X", at) + " ?? 0", access("X", at) + " ?? 0"));
+  ctx.stmt(fmt::format("{} = {} / pow({} + {} * {}, {})", access("Y", idx), access("X", idx),
+                       float_literal(ctx.attr_float("bias")),
+                       float_literal(ctx.attr_float("alpha") / static_cast<double>(size)), access("sq", idx),
+                       float_literal(ctx.attr_float("beta"))));
+}
+
+// lrn_grad: with den = bias + alpha / size * sq and Y = X den^-beta,
+// dX[c] = dY[c] den[c]^-beta - 2 alpha / size * beta * X[c] * sum over the channels c'
+// whose window holds c of dY[c'] X[c'] den[c']^(-beta-1); those c' run from
+// c - after to c + before (after = size - 1 - before).
+void emit_lrn_grad(OpContext& ctx) {
+  ctx.require_float("X");
+  ctx.require_rank_at_least("X", 2);
+  ctx.require_same_dtype({"X", "dY"});
+  const TensorSpec& x = ctx.in("X");
+  if (ctx.in("dY").shape != x.shape)
+    ctx.fail("dY has shape {} but X has {}", shape_text(ctx.in("dY").shape), shape_text(x.shape));
+  const int64_t size = ctx.attr_int("size");
+  if (size < 1)
+    ctx.fail("attribute 'size' = {}: it must be at least 1", size);
+  const int64_t rank = static_cast<int64_t>(x.shape.size());
+  const std::vector<std::string> idx = index_names(rank);
+  const int64_t before = (size - 1) / 2, after = size - 1 - before;
+  const double a = ctx.attr_float("alpha") / static_cast<double>(size), beta = ctx.attr_float("beta");
+  const DType acc = compute_type(x.dtype);
+  ctx.input("X");
+  ctx.input("dY");
+  ctx.output("dX", x.dtype, x.shape);
+  ctx.local("win", DType::I64, {size});
+  ctx.stmt("win[j] = j");
+  std::vector<std::string> fwd = idx, back = idx;
+  fwd[1] = fmt::format("i1 + j - {}", before);
+  back[1] = fmt::format("i1 + j - {}", after);
+  ctx.local("sq", acc, x.shape);
+  ctx.stmt(fmt::format("{} += win[j] >= 0 && {} >= 0 && {} < {} ? {} * {} : 0", access("sq", idx), fwd[1], fwd[1],
+                       x.shape[1], access("X", fwd) + " ?? 0", access("X", fwd) + " ?? 0"));
+  ctx.local("den", acc, x.shape);
+  ctx.stmt(fmt::format("{} = {} + {} * {}", access("den", idx), float_literal(ctx.attr_float("bias")), float_literal(a),
+                       access("sq", idx)));
+  ctx.local("t", acc, x.shape);
+  ctx.stmt(fmt::format("{} = {} * {} * pow({}, {})", access("t", idx), access("dY", idx), access("X", idx),
+                       access("den", idx), float_literal(-beta - 1.0)));
+  ctx.local("u", acc, x.shape);
+  ctx.stmt(fmt::format("{} += win[j] >= 0 && {} >= 0 && {} < {} ? {} : 0", access("u", idx), back[1], back[1],
+                       x.shape[1], access("t", back) + " ?? 0"));
+  ctx.stmt(fmt::format("{} = {} * pow({}, {}) - {} * {} * {}", access("dX", idx), access("dY", idx),
+                       access("den", idx), float_literal(-beta), float_literal(2.0 * a * beta), access("X", idx),
+                       access("u", idx)));
+}
+
+// cast_like: X converted to Target's dtype (ONNX CastLike; Target gives only its dtype).
+void emit_cast_like(OpContext& ctx) {
+  const TensorSpec& x = ctx.in("X");
+  const DType to = ctx.in("Target").dtype;
+  const std::vector<std::string> idx = index_names(static_cast<int64_t>(x.shape.size()));
+  ctx.input("X");
+  ctx.input("Target"); // its dtype only
+  ctx.output("Y", to, x.shape);
+  ctx.stmt(access("Y", idx) + " = " + dtype_text(to) + "(" + access("X", idx) + ")");
+}
+
+// reverse_sequence: along time_axis, the first SequenceLens[b] elements of each batch
+// entry b reversed, the rest copied (ONNX ReverseSequence).
+void emit_reverse_sequence(OpContext& ctx) {
+  ctx.require_rank_at_least("X", 2);
+  ctx.require_dtype_in("SequenceLens", {DType::I64, DType::I32});
+  ctx.require_rank("SequenceLens", 1);
+  const TensorSpec& x = ctx.in("X");
+  const int64_t rank = static_cast<int64_t>(x.shape.size());
+  const int64_t t = ctx.attr_int("time_axis"), b = ctx.attr_int("batch_axis");
+  if (!((t == 0 && b == 1) || (t == 1 && b == 0)))
+    ctx.fail("time_axis {} and batch_axis {} must be 0 and 1 in either order", t, b);
+  if (ctx.in("SequenceLens").shape[0] != x.shape[static_cast<size_t>(b)])
+    ctx.fail("SequenceLens has {} entries but X has {} along batch_axis {}",
+             ctx.in("SequenceLens").shape[0], x.shape[static_cast<size_t>(b)], b);
+  const std::vector<std::string> idx = index_names(rank);
+  const std::string len = fmt::format("i64(SequenceLens[i{}])", b), ti = "i" + std::to_string(t);
+  std::vector<std::string> at = idx;
+  at[static_cast<size_t>(t)] = fmt::format("{} < {} ? {} - 1 - {} : {}", ti, len, len, ti, ti);
+  ctx.input("X");
+  ctx.input("SequenceLens");
+  ctx.output("Y", x.dtype, x.shape);
+  ctx.stmt(access("Y", idx) + " = " + access("X", at));
+}
+
+// center_crop_pad: each listed axis cropped or zero-padded to the size in `shape`,
+// centered (ONNX CenterCropPad: a crop starts at (in - out) // 2, a pad puts
+// (out - in) // 2 zeros first).
+void emit_center_crop_pad(OpContext& ctx) {
+  const TensorSpec& x = ctx.in("X");
+  const int64_t rank = static_cast<int64_t>(x.shape.size());
+  const std::vector<int64_t> sizes = ctx.attr_ints("shape");
+  std::vector<int64_t> axes = ctx.attr_ints("axes");
+  if (axes.empty())
+    for (int64_t d = 0; d < rank; ++d)
+      axes.push_back(d);
+  axes = ctx.axes(axes, rank, false);
+  if (sizes.size() != axes.size())
+    ctx.fail("attribute 'shape' has {} sizes for {} axes", sizes.size(), axes.size());
+  std::vector<int64_t> out = x.shape;
+  const std::vector<std::string> idx = index_names(rank);
+  std::vector<std::string> at = idx, inside;
+  for (size_t a = 0; a < axes.size(); ++a) {
+    const size_t d = static_cast<size_t>(axes[a]);
+    if (sizes[a] < 1)
+      ctx.fail("attribute 'shape': size {} of axis {} must be at least 1", sizes[a], axes[a]);
+    out[d] = sizes[a];
+    const int64_t offset = x.shape[d] >= sizes[a] ? (x.shape[d] - sizes[a]) / 2 : -((sizes[a] - x.shape[d]) / 2);
+    if (offset == 0 && x.shape[d] == sizes[a])
+      continue;
+    at[d] = fmt::format("{} + {}", idx[d], offset);
+    if (offset < 0)
+      inside.push_back(fmt::format("{} >= 0 && {} < {}", at[d], at[d], x.shape[d]));
+  }
+  ctx.input("X");
+  ctx.output("Y", x.dtype, out);
+  std::string v = access("X", at);
+  if (!inside.empty())
+    v = join(inside, " && ") + " ? " + v + " ?? 0 : 0";
+  ctx.stmt(access("Y", idx) + " = " + v);
+}
+
+// hann_window, hamming_window, blackman_window: the window of `size` samples (ONNX
+// HannWindow etc., with the size an attribute, since shapes are static here), periodic
+// (denominator size) or symmetric (size - 1).
+void emit_window(OpContext& ctx, const std::string& kind) {
+  const int64_t size = ctx.attr_int("size");
+  if (size < 1)
+    ctx.fail("attribute 'size' = {}: it must be at least 1", size);
+  const DType dt = dtype_or(ctx, "dtype", DType::F32);
+  if (!is_float(dt))
+    ctx.fail("attribute 'dtype': the window's dtype must be a float type, got {}", dtype_text(dt));
+  const int64_t n1 = ctx.attr_bool("periodic") ? size : size - 1;
+  ctx.output("Y", dt, {size});
+  const std::string w = fmt::format("({} * f64(i0))", float_literal(2.0 * M_PI / static_cast<double>(std::max<int64_t>(n1, 1))));
+  std::string v;
+  if (kind == "hann")
+    v = "0.5 - 0.5 * cos(" + w + ")";
+  else if (kind == "hamming")
+    v = fmt::format("{} - {} * cos({})", float_literal(25.0 / 46.0), float_literal(21.0 / 46.0), w);
+  else
+    v = fmt::format("{} - 0.5 * cos({}) + {} * cos(2.0 * {})", float_literal(0.42), w, float_literal(0.08), w);
+  ctx.stmt("Y[i0] = " + dtype_text(dt) + "(" + v + ")");
+}
 } // namespace
 
 void add_onnx_extra_ops(std::vector<OpDef>& ops) {
@@ -223,6 +407,41 @@ void add_onnx_extra_ops(std::vector<OpDef>& ops) {
                       {"dtype", AttrKind::String, AttrValue{std::string()},
                        "the output dtype (default: X's)"}},
                      emit_eye_like));
+  ops.push_back(make_op("lrn", "normalization",
+                        "local response normalization across channels (ONNX LRN)", {{"X"}}, {{"Y"}},
+                        {{"size", AttrKind::Int, std::nullopt, "channels in the window"},
+                         {"alpha", AttrKind::Float, AttrValue{1e-4}, "scale"},
+                         {"beta", AttrKind::Float, AttrValue{0.75}, "exponent"},
+                         {"bias", AttrKind::Float, AttrValue{1.0}, "offset"}},
+                        emit_lrn));
+  ops.back().gradient = "lrn_grad";
+  ops.push_back(make_op("lrn_grad", "normalization-backward", "gradient of lrn: dX from X and dY",
+                        {{"X"}, {"dY"}}, {{"dX"}}, ops.back().attrs, emit_lrn_grad));
+  ops.push_back(make_op("cast_like", "data-movement", "X converted to Target's dtype (ONNX CastLike)",
+                        {{"X"}, {"Target"}}, {{"Y"}}, {}, emit_cast_like));
+  ops.push_back(make_op("reverse_sequence", "data-movement",
+                        "the first SequenceLens[b] steps of each batch entry reversed (ONNX ReverseSequence)",
+                        {{"X"}, {"SequenceLens", PortKind::Index}}, {{"Y"}},
+                        {{"time_axis", AttrKind::Int, AttrValue{int64_t{0}}, "the time axis (0 or 1)"},
+                         {"batch_axis", AttrKind::Int, AttrValue{int64_t{1}}, "the batch axis (1 or 0)"}},
+                        emit_reverse_sequence));
+  ops.push_back(make_op("center_crop_pad", "data-movement",
+                        "axes cropped or zero-padded to a size, centered (ONNX CenterCropPad)", {{"X"}},
+                        {{"Y"}},
+                        {{"shape", AttrKind::Ints, std::nullopt, "the size of each listed axis"},
+                         {"axes", AttrKind::Ints, AttrValue{std::vector<int64_t>{}}, "the axes; empty: all"}},
+                        emit_center_crop_pad));
+  for (const char* kind : {"hann", "hamming", "blackman"}) {
+    const std::string k = kind;
+    ops.push_back(make_op(k + "_window", "signal",
+                          "the " + k + " window of `size` samples (ONNX " +
+                              std::string(1, static_cast<char>(k[0] - 'a' + 'A')) + k.substr(1) + "Window)",
+                          {}, {{"Y"}},
+                          {{"size", AttrKind::Int, std::nullopt, "samples"},
+                           {"periodic", AttrKind::Bool, AttrValue{int64_t{1}}, "periodic (else symmetric)"},
+                           {"dtype", AttrKind::String, AttrValue{std::string("f32")}, "the output dtype"}},
+                          [k](OpContext& ctx) { emit_window(ctx, k); }));
+  }
 }
 
 } // namespace unitile::ops

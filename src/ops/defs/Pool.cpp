@@ -1,6 +1,7 @@
 // Pooling in NCHW-style layout for any number of spatial dimensions: max_pool and
 // average_pool (kernel_shape, strides, pads, dilations, ceil_mode, auto_pad,
-// count_include_pad), global_average_pool and global_max_pool, and their backward ops.
+// count_include_pad), global_average_pool and global_max_pool, and their backward ops;
+// lp_pool and global_lp_pool (ONNX LpPool, GlobalLpPool) and theirs.
 //
 // Kernel IR infers an index's range from a tensor it indexes bare, and a pooling window
 // has no weight tensor to give the window offsets k0.. theirs. So each window op writes a
@@ -321,6 +322,104 @@ void emit_global_pool_grad(OpContext& ctx, bool is_max) {
   ctx.stmt(dx + " = " + access("a", g.at0) + " == " + flat + " ? " + dy + " : 0");
 }
 
+// The ONNX LpPool exponent: an integer p >= 1.
+int64_t lp_exponent(const OpContext& ctx) {
+  const int64_t p = ctx.attr_int("p");
+  if (p < 1)
+    ctx.fail("attribute 'p' = {}: it must be at least 1", p);
+  return p;
+}
+
+// |x|^p and its inverse root as Kernel IR text (plain products and sqrt for p = 1, 2).
+std::string lp_power(const std::string& x, int64_t p) {
+  if (p == 1)
+    return "abs(" + x + ")";
+  if (p == 2)
+    return x + " * " + x;
+  return fmt::format("pow(abs({}), {})", x, float_literal(static_cast<double>(p)));
+}
+std::string lp_root(const std::string& s, int64_t p) {
+  if (p == 1)
+    return s;
+  if (p == 2)
+    return "sqrt(" + s + ")";
+  return fmt::format("pow({}, {})", s, float_literal(1.0 / static_cast<double>(p)));
+}
+
+// lp_pool: (sum over the window of |x|^p)^(1/p); padding adds nothing (ONNX LpPool).
+void emit_lp_pool(OpContext& ctx) {
+  const PoolShape p = pool_shape(ctx, true);
+  const int64_t e = lp_exponent(ctx);
+  const DType dt = ctx.in("X").dtype;
+  ctx.input("X");
+  ctx.output("Y", dt, p.out_shape);
+  const std::string kflat = declare_window(ctx, p.w);
+  const std::vector<std::string> lhs = concat({"n", "c"}, index_names(p.rank, "y"));
+  ctx.local("s", compute_type(dt), p.out_shape);
+  const std::string x = window_read(p, "X", "0");
+  ctx.stmt(access("s", lhs) + " += " + kflat + " >= 0 ? " + lp_power(x, e) + " : 0");
+  ctx.stmt(access("Y", lhs) + " = " + cast_to(dt, lp_root(access("s", lhs), e)));
+}
+
+// global_lp_pool: the same over every spatial position.
+void emit_global_lp_pool(OpContext& ctx) {
+  const GlobalShape g = global_shape(ctx);
+  const int64_t e = lp_exponent(ctx);
+  const DType dt = ctx.in("X").dtype;
+  ctx.input("X");
+  ctx.output("Y", dt, g.out_shape);
+  ctx.local("s", compute_type(dt), g.out_shape);
+  ctx.stmt(access("s", g.lhs) + " += " + lp_power(access("X", g.in), e));
+  ctx.stmt(access("Y", g.lhs) + " = " + cast_to(dt, lp_root(access("s", g.lhs), e)));
+}
+
+// lp_pool_grad: dX = sign(x) |x|^(p-1) * (sum over the windows holding x of dY / Y^(p-1)),
+// Y recomputed from X; a window whose Y is 0 passes no gradient.
+void emit_lp_pool_grad(OpContext& ctx) {
+  const PoolShape p = pool_shape(ctx, true);
+  check_dy(ctx, p.out_shape);
+  const int64_t e = lp_exponent(ctx);
+  const DType dt = ctx.in("X").dtype, acc = compute_type(dt);
+  ctx.input("X");
+  ctx.input("dY");
+  ctx.output("dX", dt, ctx.in("X").shape);
+  const std::string kflat = declare_window(ctx, p.w);
+  const std::vector<std::string> lhs = concat({"n", "c"}, index_names(p.rank, "y"));
+  ctx.local("s", acc, p.out_shape);
+  ctx.stmt(access("s", lhs) + " += " + kflat + " >= 0 ? " + lp_power(window_read(p, "X", "0"), e) + " : 0");
+  ctx.local("g", acc, p.out_shape);
+  const std::string y = lp_root(access("s", lhs), e);
+  ctx.stmt(access("g", lhs) + " = " + access("s", lhs) + " > 0 ? " + access("dY", lhs) +
+           (e == 1 ? "" : fmt::format(" / pow({}, {})", y, float_literal(static_cast<double>(e - 1)))) + " : 0");
+  const BackRead b = back_read(ctx, p);
+  const std::vector<std::string> h = concat({"n", "c"}, index_names(p.rank, "h"));
+  const std::string value = guarded("g", concat({"n", "c"}, b.idx), b.guard, "0");
+  const std::string cond = conjunction(b.conds);
+  ctx.local("gsum", acc, ctx.in("X").shape);
+  ctx.stmt(access("gsum", h) + (b.reduces ? " += " : " = ") + (cond.empty() ? value : cond + " ? " + value + " : 0"));
+  const std::string x = access("X", h);
+  const std::string slope = e == 1 ? "sign(" + x + ")"
+                                   : fmt::format("sign({}) * pow(abs({}), {})", x, x, float_literal(static_cast<double>(e - 1)));
+  ctx.stmt(access("dX", h) + " = " + cast_to(dt, slope + " * " + access("gsum", h)));
+}
+
+void emit_global_lp_pool_grad(OpContext& ctx) {
+  const GlobalShape g = global_shape(ctx);
+  check_dy(ctx, g.out_shape);
+  const int64_t e = lp_exponent(ctx);
+  const DType dt = ctx.in("X").dtype, acc = compute_type(dt);
+  ctx.input("X");
+  ctx.input("dY");
+  ctx.output("dX", dt, ctx.in("X").shape);
+  ctx.local("s", acc, g.out_shape);
+  ctx.stmt(access("s", g.lhs) + " += " + lp_power(access("X", g.in), e));
+  const std::string x = access("X", g.in), s0 = access("s", g.at0), dy = access("dY", g.at0);
+  const std::string slope = e == 1 ? "sign(" + x + ")"
+                                   : fmt::format("sign({}) * pow(abs({}), {})", x, x, float_literal(static_cast<double>(e - 1)));
+  const std::string scale = e == 1 ? dy : fmt::format("{} / pow({}, {})", dy, lp_root(s0, e), float_literal(static_cast<double>(e - 1)));
+  ctx.stmt(access("dX", g.in) + " = " + cast_to(dt, s0 + " > 0 ? " + slope + " * " + scale + " : 0"));
+}
+
 std::vector<AttrSpec> pool_attrs(bool average) {
   const AttrValue none{std::vector<int64_t>{}};
   std::vector<AttrSpec> a = {
@@ -389,6 +488,19 @@ void add_pool_ops(std::vector<OpDef>& ops) {
     add_pair(ops, std::move(op),
              [is_max](OpContext& ctx) { emit_global_pool_grad(ctx, is_max); });
   }
+  const AttrSpec p_attr{"p", AttrKind::Int, AttrValue{int64_t{2}}, "the norm's exponent (an integer >= 1)"};
+  std::vector<AttrSpec> lp_attrs = pool_attrs(false);
+  lp_attrs.push_back(p_attr);
+  add_pair(ops,
+           make_op("lp_pool", "pooling",
+                   "(sum of |x|^p over sliding windows)^(1/p) (N, C, spatial...; ONNX LpPool)", {{"X"}},
+                   {{"Y"}}, lp_attrs, emit_lp_pool),
+           emit_lp_pool_grad);
+  add_pair(ops,
+           make_op("global_lp_pool", "pooling",
+                   "(sum of |x|^p over all spatial positions)^(1/p) (ONNX GlobalLpPool)", {{"X"}}, {{"Y"}},
+                   {p_attr}, emit_global_lp_pool),
+           emit_global_lp_pool_grad);
 }
 
 } // namespace unitile::ops

@@ -25,7 +25,8 @@ TEST(HcdDetect, HostCpuIsSane) {
   EXPECT_EQ(h.lanes_for(DType::F32), h.vector_bits / 32);
   EXPECT_EQ(h.lanes.at(DType::F64), h.vector_bits / 64);
   EXPECT_EQ(h.compiler, "cc");
-  EXPECT_EQ(h.flags, (std::vector<std::string>{"-O3", "-march=native", "-fno-math-errno"}));
+  EXPECT_EQ(h.flags, (std::vector<std::string>{"-O3", "-march=native", "-fno-math-errno",
+                                               "-fno-tree-loop-if-convert"}));
   EXPECT_EQ(h.max_block, (std::vector<int64_t>{1, 1, 1}));
   EXPECT_GT(h.peak_gflops.at(DType::F32), 0);
   EXPECT_GT(h.peak_gflops.at(DType::F32), h.peak_gflops.at(DType::F64));
