@@ -4,11 +4,14 @@
 #   2. runs every differential test (each `unitile run ... --check` RUN line of
 #      tests/lit/diff/*.ut, with its dtype substitution) on --device cuda, checked against
 #      the sim reference;
-#   3. times GEMM (f32, bf16; Unitile has no TF32 path, so its f32 kernel is also set
-#      against cuBLAS TF32) and attention, and prints Unitile's time next to cuBLAS /
-#      PyTorch (bench/cuda/baselines.py) with the ratio baseline_ms / unitile_ms
-#      (1.0 = as fast as the baseline; higher is better).
-# Exit status: 0 when every differential test passed, 1 otherwise.
+#   3. checks the tensor-core paths against sim at the bench size: bf16 (mma.sync
+#      m16n8k16, chosen by the auto-scheduler) and TF32 (m16n8k8, bench/cuda/gemm-tf32.ut
+#      asks for it) on inputs exact in tf32, so the f32 tolerance holds;
+#   4. times GEMM (f32 on the CUDA cores, TF32 and bf16 on the tensor cores) and
+#      attention, and prints Unitile's time next to cuBLAS / PyTorch
+#      (bench/cuda/baselines.py) with the ratio baseline_ms / unitile_ms (1.0 = as fast
+#      as the baseline; higher is better).
+# Exit status: 0 when every differential test and tensor-core check passed, 1 otherwise.
 # Usage: bash bench/gpu-check.sh        (env: GEMM_N=1024 ATTN_N=1024 ATTN_D=64 REPEAT=10)
 # GPU_CHECK_DEVICE=cpu runs the same steps on another device, to try the script where no
 # GPU is (the baselines then say why they are skipped).
@@ -64,8 +67,12 @@ for f in tests/lit/diff/*.ut; do
     fi
     [[ "$cmd" == *" run "* && "$cmd" == *"--check"* ]] || continue
     cmd="${cmd%% | *}"
+    [[ "$cmd" == *"--hcd "* ]] && continue # sim modelling another chip: not a device test
+    cmd="${cmd//--device %devices,sim/--device $DEVICE}"
+    cmd="${cmd//--device %devices/--device $DEVICE}"
     cmd="${cmd//--device cpu/--device $DEVICE}"
-    if out="$(timeout 120 bash -c "$cmd" 2>&1)" && grep -q 'check: ok' <<<"$out"; then
+    cmd="${cmd//%python/python3}"
+    if out="$(timeout 120 bash -c "$cmd" 2>&1)" && grep -q 'check: ok' <<<"$out" && ! grep -q 'check: FAILED' <<<"$out"; then
       passed=$((passed + 1))
     else
       failed=$((failed + 1))
@@ -75,6 +82,32 @@ for f in tests/lit/diff/*.ut; do
   done < <(grep -E '^// RUN: (sed |%unitile run )' "$f")
 done
 echo "differential tests on $DEVICE: $passed passed, $failed failed"
+
+# The sim reference interprets every multiply-add, so the check uses a smaller GEMM (with
+# partial blocks) than the timing.
+CHECK_SHAPE="M=250,K=200,N=260"
+stage "tensor-core GEMMs on $DEVICE against sim ($CHECK_SHAPE, bf16 and TF32; TF32 inputs exact in tf32)"
+tc_check() { # NAME FILE [INPUT FLAGS...]
+  local name="$1" file="$2"
+  shift 2
+  if out="$(timeout 300 "$UNITILE" run "$file" --device "$DEVICE" --shape "$CHECK_SHAPE" "$@" --check 2>&1)" \
+    && grep -q 'check: ok' <<<"$out"; then
+    echo "$name: $(grep 'check:' <<<"$out")"
+  else
+    failed=$((failed + 1))
+    echo "FAIL: $name"
+    echo "$out" | tail -5 | sed 's/^/    /'
+  fi
+}
+sed "s/DTYPE/bf16/g" bench/cuda/gemm.ut >"$WORK/gemm-check-bf16.ut"
+tc_check gemm-bf16 "$WORK/gemm-check-bf16.ut"
+if python3 -c "import numpy as np; r = np.random.default_rng(5)
+for x, shape in (('a', (250, 200)), ('b', (200, 260))): np.save('$WORK/tf32-' + x + '.npy', (r.integers(-64, 64, shape) / 64).astype(np.float32))" 2>"$WORK/err"; then
+  tc_check gemm-tf32 bench/cuda/gemm-tf32.ut --input "A=$WORK/tf32-a.npy" --input "B=$WORK/tf32-b.npy"
+else
+  failed=$((failed + 1))
+  echo "FAIL: gemm-tf32: could not write inputs with numpy: $(tail -1 "$WORK/err")"
+fi
 
 stage "GEMM ${GEMM_N}^3 and attention N=$ATTN_N D=$ATTN_D: Unitile vs cuBLAS / PyTorch"
 unitile_ms() { # FILE SHAPES -> median ms of REPEAT device-timed runs, or "-"
@@ -90,7 +123,7 @@ unitile_ms() { # FILE SHAPES -> median ms of REPEAT device-timed runs, or "-"
 for t in f32 bf16; do sed "s/DTYPE/$t/g" bench/cuda/gemm.ut >"$WORK/gemm-$t.ut"; done
 declare -A mine
 mine[gemm-f32]="$(unitile_ms "$WORK/gemm-f32.ut" "M=$GEMM_N,K=$GEMM_N,N=$GEMM_N")"
-mine[gemm-tf32]="${mine[gemm-f32]}"
+mine[gemm-tf32]="$(unitile_ms bench/cuda/gemm-tf32.ut "M=$GEMM_N,K=$GEMM_N,N=$GEMM_N")"
 mine[gemm-bf16]="$(unitile_ms "$WORK/gemm-bf16.ut" "M=$GEMM_N,K=$GEMM_N,N=$GEMM_N")"
 mine[attention-f32]="$(unitile_ms examples/attention.ut "N=$ATTN_N,D=$ATTN_D")"
 
@@ -105,6 +138,6 @@ for k in gemm-f32 gemm-tf32 gemm-bf16 attention-f32; do
   fi
   printf '%-15s %14s %14s %10s\n' "$k" "${mine[$k]}" "${base:--}" "$ratio"
 done
-echo "(ratio = baseline_ms / unitile_ms; gemm-tf32 compares Unitile's f32 kernel with cuBLAS TF32)"
+echo "(ratio = baseline_ms / unitile_ms; gemm-f32 runs on the CUDA cores, gemm-tf32 and gemm-bf16 on the tensor cores)"
 stage "done"
 [[ $failed -eq 0 ]]

@@ -98,6 +98,10 @@ struct CDialect {
   /// Statement a Prefetch (a cache hint) becomes; `{address}` is the element's address.
   /// Empty: the dialect prints nothing for it.
   std::string_view prefetch;
+  /// Whether Matrix statements (a matrix unit's tile operations, Loop.h) print as PTX
+  /// `mma.sync` on the 32 lanes of a warp (thread.x), their accumulators distributed in
+  /// the instruction's fragment layout. Dialects without it refuse Matrix statements.
+  bool warp_mma = false;
 };
 
 /// The `c` dialect: C11 with GCC extensions, one exported function per LoopFunc following

@@ -139,10 +139,12 @@ void collect_stmt(const Stmt& s, std::set<std::string> bound_vars, std::set<std:
     bound_vars.insert(s->var);
     break;
   case StmtKind::Prefetch:
+  case StmtKind::Matrix:
     if (!bound_bufs.count(s->buffer))
       out.buffers.insert(s->buffer);
     for (const auto& i : s->indices)
       expr(i);
+    expr(s->value);
     break;
   case StmtKind::Block:
   case StmtKind::Barrier:
@@ -853,6 +855,9 @@ private:
     case StmtKind::Prefetch:
       prefetch(*s);
       return;
+    case StmtKind::Matrix:
+      matrix(*s);
+      return;
     case StmtKind::For:
       for_loop(*s, tail);
       return;
@@ -1069,11 +1074,18 @@ private:
   void alloc(const StmtNode& s) {
     UT_INTERNAL_ASSERT(s.scope != MemScope::Global,
                        "global-scope allocation '" + s.buffer + "' inside a func");
+    if (s.scope == MemScope::Register && matrix_uses(s.body[0], s.buffer, true)) {
+      fragment_alloc(s);
+      return;
+    }
     int64_t elems = 1;
     for (int64_t d : s.shape)
       elems *= d;
     elems = std::max<int64_t>(elems, 1);
-    bool wide16 = s.dtype == DType::F16 || s.dtype == DType::BF16;
+    // A shared tile the matrix unit reads keeps its own dtype (the instructions take
+    // packed 16-bit values), 16-byte aligned for paired loads.
+    const bool operand = s.scope == MemScope::Shared && d_.warp_mma && matrix_uses(s.body[0], s.buffer, false);
+    bool wide16 = (s.dtype == DType::F16 || s.dtype == DType::BF16) && !operand;
     std::string_view t = wide16 ? value_type(s.dtype) : storage_type(s.dtype);
     auto prev = buffers_.find(s.buffer);
     std::optional<BufferView> shadowed;
@@ -1099,15 +1111,19 @@ private:
     if (hoisted_.count(&s)) {
       // declared at the entry's top (hoist_shared)
     } else if (shared) {
-      // As in every dialect, 16-bit floats are held in their compute type (f32).
-      line(fmt::format("{}{} {}[{}];", d_.shared_qualifier, t, name, elems));
+      // As in every dialect, 16-bit floats are held in their compute type (f32), except
+      // in matrix operand tiles.
+      line(fmt::format("{}{}{} {}[{}];", d_.shared_qualifier, operand ? "__align__(16) " : "", t, name, elems));
     } else if (heap) {
       line(fmt::format("{0}* {1} = ({0}*)malloc({2});", t, name, int_literal(bytes, true)));
       line(fmt::format("if (!{}) abort();", name));
     } else {
       line(fmt::format("{} {}[{}];", t, name, elems));
     }
+    if (operand)
+      aligned_operands_.insert(s.buffer);
     stmt(s.body[0], true);
+    aligned_operands_.erase(s.buffer);
     if (heap)
       line(fmt::format("free({});", name));
     if (shadowed)
@@ -1227,6 +1243,8 @@ private:
     int64_t mn = 0;
     bool zero_min = const_int(s.min, &mn) && mn == 0;
     std::optional<Interval> range = loop_range(s);
+    const bool was_in_lanes = in_lane_loop_;
+    in_lane_loop_ |= axis == 0;
     if (ext == static_cast<int64_t>(dims_.block[axis])) {
       scoped(tail, [&] {
         bool used = free_names(s.body[0]).vars.count(s.var) > 0;
@@ -1234,9 +1252,13 @@ private:
         if (used)
           line(fmt::format("const int64_t {} = {};", v,
                            zero_min ? idx : fmt::format("{} + {}", expr(s.min), idx)));
+        if (axis > 0)
+          warp_vars_.insert(s.var); // one iteration per thread.y/z: the threads of one warp
         stmt(s.body[0], true);
+        warp_vars_.erase(s.var);
         unbind_var(s.var, saved);
       });
+      in_lane_loop_ = was_in_lanes;
       return;
     }
     if (contains_barrier(s.body[0]))
@@ -1253,6 +1275,7 @@ private:
     nested(s.body[0]);
     line("}");
     unbind_var(s.var, saved);
+    in_lane_loop_ = was_in_lanes;
   }
 
   std::string loop_header(const StmtNode& s, const std::string& v) {
@@ -1264,6 +1287,238 @@ private:
     std::string hi = const_int(s.min, &mn) && mn == 0 ? strip_parens(expr(s.extent))
                                                       : fmt::format("{} + {}", lo, expr(s.extent));
     return fmt::format("for (int64_t {0} = {1}, {2} = {3}; {0} < {2}; ++{0})", v, lo, end, hi);
+  }
+
+  // ----- matrix units (Loop.h, MatrixOp): PTX mma.sync on the 32 lanes of a warp
+  //
+  // Lane l = thread.x holds, of each 16 x 8 f32 accumulator tile, the elements (g, 2t),
+  // (g, 2t+1), (g+8, 2t), (g+8, 2t+1) with g = l / 4 and t = l % 4 (the mma.sync C/D
+  // fragment); the operands are gathered from their tiles in the instruction's A (row)
+  // and B (col) layouts right before each instruction. A fragment buffer [warps, tiles..,
+  // 16, 8] becomes a per-thread array of tiles x 4 floats: the warp index is the thread's
+  // own (a warp loop's variable), the unit tile is spread over the lanes.
+
+  // Whether a Matrix statement in `s` uses `name` as its accumulator (or, with
+  // `accumulator` false, as an operand of an mma).
+  static bool matrix_uses(const Stmt& s, const std::string& name, bool accumulator) {
+    if (!s)
+      return false;
+    if (s->kind == StmtKind::Matrix) {
+      const bool mma = s->matrix_op == MatrixOp::Mma || s->matrix_op == MatrixOp::MmaTf32;
+      if (accumulator) {
+        if (s->matrix_op == MatrixOp::Store ? s->value->name == name : s->buffer == name)
+          return true;
+      } else if (mma && (s->value->operands[0]->name == name || s->value->operands[1]->name == name)) {
+        return true;
+      }
+    }
+    for (const Stmt& b : s->body)
+      if (matrix_uses(b, name, accumulator))
+        return true;
+    return false;
+  }
+
+  UserError matrix_error(const std::string& what) const {
+    return UserError(fmt::format("error: kernel '{}' on HCD '{}': {}", prog_.kernel, hcd_.name, what));
+  }
+
+  void require_warp_mma(const std::string& what) const {
+    if (!d_.warp_mma)
+      throw matrix_error(fmt::format("{}: the {} dialect has no matrix-unit instructions (matrix statements "
+                                     "print for the cuda dialect and run on the sim device)",
+                                     what, d_.name));
+  }
+
+  void fragment_alloc(const StmtNode& s) {
+    require_warp_mma("matrix accumulator '" + s.buffer + "'");
+    const size_t r = s.shape.size();
+    if (r < 3 || s.dtype != DType::F32)
+      throw matrix_error(fmt::format("matrix accumulator '{}' must be f32 [warps, tiles.., m, n]", s.buffer));
+    FragmentView f;
+    f.m = s.shape[r - 2];
+    f.n = s.shape[r - 1];
+    f.tiles.assign(s.shape.begin() + 1, s.shape.end() - 2);
+    if (f.m != 16 || f.n != 8)
+      throw matrix_error(fmt::format("mma.sync accumulates 16 x 8 tiles; '{}' has {} x {} tiles", s.buffer, f.m, f.n));
+    f.per_lane = f.m * f.n / 32;
+    int64_t count = f.per_lane;
+    for (int64_t d : f.tiles)
+      count *= d;
+    line(fmt::format("float {}[{}];", names_.buffer(s.buffer), count));
+    fragments_[s.buffer] = f;
+    stmt(s.body[0], true);
+    fragments_.erase(s.buffer);
+  }
+
+  // `&frag[first element of this lane's share of the tile]`.
+  std::string fragment_pointer(const std::string& name, const std::vector<Expr>& idx, const StmtNode& s) {
+    auto it = fragments_.find(name);
+    if (it == fragments_.end())
+      throw matrix_error(fmt::format("{}: '{}' is not a register allocation of matrix tiles",
+                                     matrix_op_name(s.matrix_op), name));
+    const FragmentView& f = it->second;
+    if (s.shape[0] != f.m || s.shape[1] != f.n)
+      throw matrix_error(fmt::format("{}: a {} x {} unit on the {} x {} tiles of '{}'", matrix_op_name(s.matrix_op),
+                                     s.shape[0], s.shape[1], f.m, f.n, name));
+    if (idx.empty() || idx[0]->kind != ExprKind::Var || !warp_vars_.count(idx[0]->name))
+      throw matrix_error(fmt::format("{}: the first index of '{}' must be the variable of the enclosing warp loop "
+                                     "(a thread.y or thread.z loop over the whole block)",
+                                     matrix_op_name(s.matrix_op), name));
+    for (size_t k = idx.size() - 2; k < idx.size(); ++k)
+      if (idx[k]->kind != ExprKind::IntImm || idx[k]->int_value != 0)
+        throw matrix_error(fmt::format("{}: a tile of '{}' starts at row 0, column 0 of its unit tile",
+                                       matrix_op_name(s.matrix_op), name));
+    std::vector<Expr> tile(idx.begin() + 1, idx.end() - 2);
+    std::string lin = tile.empty() ? "0" : linear_index(tile, f.tiles);
+    return fmt::format("&{}[({}) * {}]", names_.buffer(name), lin, f.per_lane);
+  }
+
+  void matrix(const StmtNode& s) {
+    const char* op = matrix_op_name(s.matrix_op);
+    require_warp_mma(op);
+    if (hcd_.warp_size != 32 || dims_.block[0] != 32)
+      throw matrix_error(fmt::format("{}: mma.sync runs on the 32 lanes of a warp, so the block's thread.x must be "
+                                     "32 (it is {}, HCD warp_size {})",
+                                     op, dims_.block[0], hcd_.warp_size));
+    if (in_lane_loop_)
+      throw matrix_error(fmt::format("{}: inside a loop over lanes (thread.x); every lane of the warp must run "
+                                     "it together",
+                                     op));
+    const bool store = s.matrix_op == MatrixOp::Store;
+    const std::string& acc = store ? s.value->name : s.buffer;
+    const std::vector<Expr>& acc_idx = store ? s.value->operands : s.indices;
+    const std::string lane = std::string(d_.thread_index[0]);
+    line("{");
+    ++indent_;
+    line(fmt::format("const int ut_g = (int){} >> 2, ut_t = (int){} & 3;", lane, lane));
+    line(fmt::format("float* ut_c = {};", fragment_pointer(acc, acc_idx, s)));
+    switch (s.matrix_op) {
+    case MatrixOp::Zero:
+      line("ut_c[0] = 0.0f; ut_c[1] = 0.0f; ut_c[2] = 0.0f; ut_c[3] = 0.0f;");
+      break;
+    case MatrixOp::Store:
+      matrix_store_tile(s);
+      break;
+    case MatrixOp::Mma:
+    case MatrixOp::MmaTf32:
+      matrix_mma_tile(s);
+      break;
+    }
+    --indent_;
+    line("}");
+  }
+
+  // The 4 accumulator elements of this lane into the destination tile, each skipped
+  // when it falls outside the buffer.
+  void matrix_store_tile(const StmtNode& s) {
+    const BufferView& b = buffer(s.buffer);
+    const size_t r = b.shape.size();
+    const int64_t rows = b.shape[r - 2], cols = b.shape[r - 1];
+    line(fmt::format("const int64_t ut_r0 = {}, ut_c0 = {};", strip_parens(expr(s.indices[r - 2])),
+                     strip_parens(expr(s.indices[r - 1]))));
+    line(fmt::format("const int64_t ut_o = {};", linear_index(s.indices, b.shape)));
+    auto value = [&](const std::string& v) -> std::string {
+      switch (b.dtype) {
+      case DType::F32: return v;
+      case DType::F64: return "(double)" + v;
+      case DType::F16:
+      case DType::BF16: {
+        if (b.holds_compute_type)
+          return round16(v, b.dtype);
+        const char* fn = b.dtype == DType::F16 ? "ut_f32_to_f16" : "ut_f32_to_bf16";
+        helpers_.need(fn);
+        return fmt::format("{}({})", fn, v);
+      }
+      default: break;
+      }
+      throw matrix_error(fmt::format("matrix_store into '{}' of dtype {}: only float buffers", s.buffer,
+                                     dtype_name(b.dtype)));
+    };
+    const std::string base = element_base(s.buffer, b);
+    for (int half = 0; half < 2; ++half) {
+      const std::string row = half ? "ut_g + 8" : "ut_g";
+      line(fmt::format("if (ut_r0 + {} < {}) {{", row, int_literal(rows, true)));
+      ++indent_;
+      for (int e = 0; e < 2; ++e) {
+        const std::string col = e ? "2 * ut_t + 1" : "2 * ut_t";
+        line(fmt::format("if (ut_c0 + {} < {}) {}[ut_o + (int64_t)({}) * {} + {}] = {};", col,
+                         int_literal(cols, true), base, row, int_literal(cols, true), col,
+                         value(fmt::format("ut_c[{}]", 2 * half + e))));
+      }
+      --indent_;
+      line("}");
+    }
+  }
+
+  void matrix_mma_tile(const StmtNode& s) {
+    const Expr& ea = s.value->operands[0];
+    const Expr& eb = s.value->operands[1];
+    const BufferView& ba = buffer(ea->name);
+    const BufferView& bb = buffer(eb->name);
+    const bool tf32 = s.matrix_op == MatrixOp::MmaTf32;
+    const DType t = ba.dtype;
+    const bool half16 = (t == DType::BF16 || t == DType::F16) && !tf32;
+    const std::vector<int64_t> want = tf32 ? std::vector<int64_t>{16, 8, 8} : std::vector<int64_t>{16, 8, 16};
+    if ((!half16 && !(tf32 && t == DType::F32)) || bb.dtype != t || s.shape != want)
+      throw matrix_error(fmt::format("{}({}, {}, {}) on {} operands: mma.sync has m16n8k16 for f16/bf16 and "
+                                     "m16n8k8 for tf32 (f32 operands)",
+                                     matrix_op_name(s.matrix_op), s.shape[0], s.shape[1], s.shape[2],
+                                     dtype_name(t)));
+    const int64_t sa = ba.shape.back(), sb = bb.shape.back();
+    line(fmt::format("const int64_t ut_ao = {}, ut_bo = {};", linear_index(ea->operands, ba.shape),
+                     linear_index(eb->operands, bb.shape)));
+    const std::string a = element_base(ea->name, ba), b = element_base(eb->name, bb);
+    auto at = [&](const std::string& base, const std::string& origin, int64_t stride, const std::string& row,
+                  const std::string& col) {
+      return fmt::format("{}[{} + (int64_t)({}) * {} + {}]", base, origin, row, int_literal(stride, true), col);
+    };
+    if (tf32) {
+      const char* cvt = "asm(\"cvt.rna.tf32.f32 %0, %1;\" : \"=r\"({}) : \"f\"({}));";
+      line("uint32_t ut_a0, ut_a1, ut_a2, ut_a3, ut_b0, ut_b1;");
+      const std::pair<const char*, const char*> ai[] = {{"ut_g", "ut_t"}, {"ut_g + 8", "ut_t"}, {"ut_g", "ut_t + 4"},
+                                                        {"ut_g + 8", "ut_t + 4"}};
+      for (int k = 0; k < 4; ++k)
+        line(fmt::format(fmt::runtime(cvt), fmt::format("ut_a{}", k), at(a, "ut_ao", sa, ai[k].first, ai[k].second)));
+      line(fmt::format(fmt::runtime(cvt), "ut_b0", at(b, "ut_bo", sb, "ut_t", "ut_g")));
+      line(fmt::format(fmt::runtime(cvt), "ut_b1", at(b, "ut_bo", sb, "ut_t + 4", "ut_g")));
+    } else {
+      const char* bits = t == DType::BF16 ? "__bfloat16_as_ushort" : "__half_as_ushort";
+      const char* round = t == DType::BF16 ? "__float2bfloat16_rn" : "__float2half_rn";
+      auto u16 = [&](const BufferView& v, const std::string& elem) {
+        return v.holds_compute_type ? fmt::format("(uint32_t){}({}({}))", bits, round, elem)
+                                    : fmt::format("(uint32_t){}({})", bits, elem);
+      };
+      auto pair = [&](const BufferView& v, const std::string& lo, const std::string& hi) {
+        return fmt::format("{} | ({} << 16)", u16(v, lo), u16(v, hi));
+      };
+      // A's pairs are adjacent: one 32-bit load when the tile's column origin is even and
+      // rows have an even length (then the element offset is even) in an aligned buffer.
+      std::optional<Interval> col = bounds_of(ea->operands.back(), env_);
+      const bool aligned = (aligned_operands_.count(ea->name) || prog_.find_buffer(ea->name)) && !ba.holds_compute_type &&
+                           sa % 2 == 0 && col && col->lo == col->hi && col->lo % 2 == 0;
+      const std::pair<const char*, const char*> ai[] = {{"ut_g", "2 * ut_t"}, {"ut_g + 8", "2 * ut_t"},
+                                                        {"ut_g", "2 * ut_t + 8"}, {"ut_g + 8", "2 * ut_t + 8"}};
+      for (int k = 0; k < 4; ++k) {
+        const std::string lo = at(a, "ut_ao", sa, ai[k].first, ai[k].second);
+        const std::string hi = at(a, "ut_ao", sa, ai[k].first, std::string(ai[k].second) + " + 1");
+        if (aligned)
+          line(fmt::format("const uint32_t ut_a{} = *(const uint32_t*)&{};", k, lo));
+        else
+          line(fmt::format("const uint32_t ut_a{} = {};", k, pair(ba, lo, hi)));
+      }
+      line(fmt::format("const uint32_t ut_b0 = {};",
+                       pair(bb, at(b, "ut_bo", sb, "2 * ut_t", "ut_g"), at(b, "ut_bo", sb, "2 * ut_t + 1", "ut_g"))));
+      line(fmt::format("const uint32_t ut_b1 = {};", pair(bb, at(b, "ut_bo", sb, "2 * ut_t + 8", "ut_g"),
+                                                          at(b, "ut_bo", sb, "2 * ut_t + 9", "ut_g"))));
+    }
+    const char* form = tf32 ? "m16n8k8.row.col.f32.tf32.tf32.f32"
+                       : t == DType::BF16 ? "m16n8k16.row.col.f32.bf16.bf16.f32"
+                                          : "m16n8k16.row.col.f32.f16.f16.f32";
+    line(fmt::format("asm(\"mma.sync.aligned.{} {{%0, %1, %2, %3}}, {{%4, %5, %6, %7}}, {{%8, %9}}, "
+                     "{{%0, %1, %2, %3}};\"",
+                     form));
+    line("    : \"+f\"(ut_c[0]), \"+f\"(ut_c[1]), \"+f\"(ut_c[2]), \"+f\"(ut_c[3])");
+    line("    : \"r\"(ut_a0), \"r\"(ut_a1), \"r\"(ut_a2), \"r\"(ut_a3), \"r\"(ut_b0), \"r\"(ut_b1));");
   }
 
   // ----- vector code
@@ -1566,6 +1821,17 @@ private:
   LaunchDims dims_;
   std::set<const StmtNode*> hoisted_; // shared allocations declared at the entry's top
   bool multi_thread_ = false;
+  // Matrix statements: accumulator fragments in scope, warp loop variables (thread.y/z
+  // loops that bind one warp each), whether a loop over lanes (thread.x) encloses, and
+  // the matrix operand buffers declared 16-byte aligned in their own dtype.
+  struct FragmentView {
+    std::vector<int64_t> tiles; // the dimensions between the warp index and the unit tile
+    int64_t m = 0, n = 0, per_lane = 0;
+  };
+  std::map<std::string, FragmentView> fragments_;
+  std::set<std::string> warp_vars_;
+  bool in_lane_loop_ = false;
+  std::set<std::string> aligned_operands_;
   bool streamed_ = false; // a streaming store was printed: the entry ends with a fence
   std::string out_;
   int indent_ = 0;

@@ -10,7 +10,8 @@
 // ut_args<N> args)`, where ut_args<N> holds N ut_c_arg values (the c dialect's argument
 // union: device pointers in .p, integer params in .i, float params in .f) passed by
 // value, so a launch needs no device-side argument buffer. Grid loops read blockIdx,
-// thread loops threadIdx; Barrier is __syncthreads().
+// thread loops threadIdx; Barrier is __syncthreads(). Matrix statements (a matrix unit's
+// tiles) print as inline PTX mma.sync for the lanes of a warp (CPrinter.cpp).
 #include "codegen/CDialect.h"
 
 #include "codegen/CDialectAbi.h"
@@ -83,6 +84,7 @@ const CDialect& cuda_dialect() {
                           {"ut_f32_to_f16", kF32ToF16},
                           {"ut_bf16_to_f32", kBf16ToF32},
                           {"ut_f32_to_bf16", kF32ToBf16}};
+    c.warp_mma = true;
     c.unroll_pragma = "#pragma unroll {count}";
     c.ivdep_pragma = "";
     c.reserved_identifiers = {

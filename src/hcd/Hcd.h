@@ -19,6 +19,10 @@ struct MatrixUnit {
   int m = 0, n = 0, k = 0;
   std::vector<DType> input_dtypes;
   DType accumulator = DType::F32;
+  /// What the unit multiplies at: "inputs" (the operands' own dtype, exact products) or
+  /// "tf32" (f32 operands rounded to a 10-bit mantissa first, as NVIDIA's TF32 mode):
+  /// a lossy unit the scheduler uses only when a schedule asks for it.
+  std::string precision = "inputs";
 };
 
 struct MemoryLevel {

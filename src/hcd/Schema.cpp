@@ -36,6 +36,7 @@ Value get_kind(const Hcd& h) { return std::string(device_kind_name(h.kind)); }
 constexpr std::string_view kKinds[] = {"cpu", "gpu", "npu"};
 constexpr std::string_view kDialects[] = {"c", "opencl", "cuda", "loopir"};
 constexpr std::string_view kScopes[] = {"register", "local", "shared", "global"};
+constexpr std::string_view kPrecisions[] = {"inputs", "tf32"};
 
 const Field<Hcd> kDevice[] = {
     {"name", Kind::Name, true, {}, UT_HCD_BIND(Hcd, name)},
@@ -86,6 +87,7 @@ const Field<MatrixUnit> kMatrixUnit[] = {
     {"k", Kind::Count, true, {}, UT_HCD_BIND(MatrixUnit, k)},
     {"inputs", Kind::DTypes, true, {}, UT_HCD_BIND(MatrixUnit, input_dtypes)},
     {"accumulator", Kind::OneDType, true, {}, UT_HCD_BIND(MatrixUnit, accumulator)},
+    {"precision", Kind::Choice, false, kPrecisions, UT_HCD_BIND(MatrixUnit, precision)},
 };
 
 // bandwidth_gbps and latency_ns may be 0, meaning "not known".

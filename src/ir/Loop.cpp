@@ -100,6 +100,45 @@ Stmt block(std::vector<Stmt> stmts) {
 
 Stmt barrier() { return node(StmtKind::Barrier); }
 
+const char* matrix_op_name(MatrixOp op) {
+  switch (op) {
+  case MatrixOp::Zero: return "matrix_zero";
+  case MatrixOp::Mma: return "matrix_mma";
+  case MatrixOp::MmaTf32: return "matrix_mma_tf32";
+  case MatrixOp::Store: return "matrix_store";
+  }
+  return "?";
+}
+
+namespace {
+std::shared_ptr<StmtNode> matrix_node(MatrixOp op, std::string buffer, std::vector<Expr> origin,
+                                      std::vector<int64_t> shape) {
+  auto n = node(StmtKind::Matrix);
+  n->matrix_op = op;
+  n->buffer = std::move(buffer);
+  n->indices = std::move(origin);
+  n->shape = std::move(shape);
+  return n;
+}
+} // namespace
+
+Stmt matrix_zero(std::string acc, std::vector<Expr> origin, int64_t m, int64_t n) {
+  return matrix_node(MatrixOp::Zero, std::move(acc), std::move(origin), {m, n});
+}
+
+Stmt matrix_mma(std::string acc, std::vector<Expr> origin, Expr a, Expr b, int64_t m, int64_t n, int64_t k,
+                bool tf32) {
+  auto s = matrix_node(tf32 ? MatrixOp::MmaTf32 : MatrixOp::Mma, std::move(acc), std::move(origin), {m, n, k});
+  s->value = binary(BinaryOp::Mul, std::move(a), std::move(b));
+  return s;
+}
+
+Stmt matrix_store(std::string dst, std::vector<Expr> origin, Expr acc, int64_t m, int64_t n) {
+  auto s = matrix_node(MatrixOp::Store, std::move(dst), std::move(origin), {m, n});
+  s->value = std::move(acc);
+  return s;
+}
+
 Stmt prefetch(std::string buffer, std::vector<Expr> indices) {
   auto n = node(StmtKind::Prefetch);
   n->buffer = std::move(buffer);
@@ -140,7 +179,7 @@ uint32_t const_extent(const StmtNode& f) {
 } // namespace
 
 // Threads per block along each axis: thread loops of the block level, reached through
-// Lets, Allocates and Blocks; nested ones multiply (one axis each), siblings on the same
+// Lets, Allocates, Blocks and serial loops; nested ones multiply (one axis each), siblings on the same
 // axis take the larger extent (the block must hold each of them).
 void block_extents(const StmtNode* s, std::array<uint32_t, 3>& block) {
   if (!s) return;
@@ -155,6 +194,10 @@ void block_extents(const StmtNode* s, std::array<uint32_t, 3>& block) {
   case StmtKind::For:
     if (int t = thread_axis(s->for_kind); t >= 0) {
       block[t] = std::max(block[t], const_extent(*s));
+      block_extents(s->body[0].get(), block);
+    } else if (s->for_kind == ForKind::Serial) {
+      // Every thread runs a serial loop of the block level (a GEMM's loop over k
+      // blocks), so the thread loops inside it size the block too.
       block_extents(s->body[0].get(), block);
     }
     return;

@@ -36,7 +36,27 @@ enum class StmtKind : uint8_t {
   Block,    // body = statements in order
   Barrier,  // all threads of a block wait (shared-memory sync)
   Prefetch, // a hint: buffer[indices] will be read soon (no effect on results)
+  Matrix,   // a tile operation of the HCD's matrix unit (matrix_op; see MatrixOp)
 };
+
+/// The tile operations of a matrix unit (tensor cores, an NPU's matrix engine). Each
+/// works on m x n (x k) tiles whose origin is `indices` (of `buffer`) or the indices of
+/// the Access operands in `value`; a tile spans the last two dimensions of its buffer
+/// (rows, then columns). The unit shape is `shape` = {m, n} or {m, n, k}.
+///
+/// They are collective: on a device with SIMT lanes (HCD warp_size > 1) every lane of a
+/// warp executes the statement together, so it sits inside the thread loop over warps
+/// (thread.y) and outside any loop over lanes (thread.x, whose extent is the warp size);
+/// the accumulator is a register allocation whose first index is that warp loop's
+/// variable. Codegen distributes the tile over the lanes in the unit's fragment layout;
+/// the sim runs the statement once, as the whole-tile operation below.
+enum class MatrixOp : uint8_t {
+  Zero,    // buffer[origin + (r, c)] = 0 for r < m, c < n
+  Mma,     // buffer[origin + (r, c)] += sum_k A[a + (r, k)] * B[b + (k, c)]; value = A * B
+  MmaTf32, // Mma with both operands first rounded to tf32 (10-bit mantissa, nearest, ties away)
+  Store,   // buffer[origin + (r, c)] = value[acc + (r, c)], skipping elements outside buffer
+};
+const char* matrix_op_name(MatrixOp op); // "matrix_zero", "matrix_mma", "matrix_mma_tf32", "matrix_store"
 
 struct StmtNode;
 using Stmt = std::shared_ptr<const StmtNode>;
@@ -53,6 +73,7 @@ struct StmtNode {
   DType dtype = DType::F32;      // Allocate
   std::vector<int64_t> shape;    // Allocate
   MemScope scope = MemScope::Register; // Allocate
+  MatrixOp matrix_op = MatrixOp::Zero; // Matrix (shape holds the unit's m, n[, k])
   std::vector<Stmt> body;
 };
 
@@ -65,6 +86,12 @@ Stmt let_stmt(std::string var, Expr value, Stmt body);
 Stmt block(std::vector<Stmt> stmts); // flattens nested blocks; one statement stays itself
 Stmt barrier();
 Stmt prefetch(std::string buffer, std::vector<Expr> indices);
+Stmt matrix_zero(std::string acc, std::vector<Expr> origin, int64_t m, int64_t n);
+/// `a` and `b` are Accesses at the operand tiles' origins.
+Stmt matrix_mma(std::string acc, std::vector<Expr> origin, Expr a, Expr b, int64_t m, int64_t n, int64_t k,
+                bool tf32);
+/// `acc` is an Access at the accumulator tile's origin.
+Stmt matrix_store(std::string dst, std::vector<Expr> origin, Expr acc, int64_t m, int64_t n);
 
 /// A buffer of a LoopProgram. Locals of the kernel become Local-role workspace buffers
 /// that the runtime allocates for the duration of a call.
@@ -90,8 +117,8 @@ struct LoopProgram {
 };
 
 /// Launch geometry of a func: the product of its outermost Grid* loops (blocks) and of
-/// the Thread* loops inside them at block level (threads per block; Lets, Allocates
-/// and Blocks may come between; sibling thread loops on one axis take the larger
+/// the Thread* loops inside them at block level (threads per block; Lets, Allocates,
+/// Blocks and serial loops may come between; sibling thread loops on one axis take the larger
 /// extent). Extents must be constant.
 struct LaunchDims {
   std::array<uint32_t, 3> grid{1, 1, 1};

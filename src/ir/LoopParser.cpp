@@ -445,6 +445,11 @@ private:
       std::vector<Expr> idx = parse_indices(name, *buf);
       return prefetch(name.text, std::move(idx));
     }
+    // `matrix_OP(m, n[, k]) TARGET[origin] ...`; a buffer of that name is still stored to
+    // as NAME[..].
+    if (peek(1).text == "(" && (t.text == "matrix_zero" || t.text == "matrix_mma" ||
+                                t.text == "matrix_mma_tf32" || t.text == "matrix_store"))
+      return parse_matrix();
     // A store: NAME[indices] = value.
     const Token& name = next();
     const BufferInfo* buf = find_buffer(name.text);
@@ -458,6 +463,44 @@ private:
     expect("=");
     Expr value = parse_expr();
     return store(name.text, std::move(idx), std::move(value));
+  }
+
+  Stmt parse_matrix() {
+    const Token& op_tok = next();
+    const std::string op = op_tok.text;
+    const bool mma = op == "matrix_mma" || op == "matrix_mma_tf32";
+    expect("(");
+    std::vector<int64_t> shape;
+    for (size_t n = 0; n < (mma ? 3u : 2u); ++n) {
+      if (n) expect(",");
+      shape.push_back(expect_int(n == 0 ? "the unit's m" : n == 1 ? "the unit's n" : "the unit's k"));
+      if (shape.back() < 1) fail(op_tok, fmt::format("{}: unit dimensions must be positive", op));
+    }
+    expect(")");
+    const Token& name = next();
+    const BufferInfo* buf = find_buffer(name.text);
+    if (!buf) fail(name, fmt::format("{} of unknown buffer '{}'", op, name.text));
+    std::vector<Expr> idx = parse_indices(name, *buf);
+    auto tile_access = [&](const Expr& e, const char* what) {
+      if (e->kind != ExprKind::Access)
+        fail(name, fmt::format("{}: expected {} as an access NAME[origin], got {}", op, what, to_string(e)));
+    };
+    if (op == "matrix_zero") return matrix_zero(name.text, std::move(idx), shape[0], shape[1]);
+    if (op == "matrix_store") {
+      expect("=");
+      Expr acc = parse_expr();
+      tile_access(acc, "the accumulator tile");
+      return matrix_store(name.text, std::move(idx), acc, shape[0], shape[1]);
+    }
+    expect("+"); // `+=` lexes as two puncts here
+    expect("=");
+    Expr product = parse_expr();
+    if (product->kind != ExprKind::Binary || product->binary_op != BinaryOp::Mul)
+      fail(name, fmt::format("{}: expected `A[origin] * B[origin]` after '+='", op));
+    tile_access(product->operands[0], "the A tile");
+    tile_access(product->operands[1], "the B tile");
+    return matrix_mma(name.text, std::move(idx), product->operands[0], product->operands[1], shape[0], shape[1],
+                      shape[2], op == "matrix_mma_tf32");
   }
 
   Stmt parse_for() {

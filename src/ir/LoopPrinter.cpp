@@ -175,6 +175,21 @@ void print_stmt(std::string& out, const Stmt& s, int depth) {
   case StmtKind::Block: return; // handled above
   case StmtKind::Barrier: out += "barrier\n"; return;
   case StmtKind::Prefetch: out += "prefetch " + print_target(s->buffer, s->indices) + "\n"; return;
+  case StmtKind::Matrix: {
+    // `matrix_mma(16, 8, 16) C[w, a, b, 0, 0] += A[r, k] * B[k, c]`
+    out += fmt::format("{}({}) {}", matrix_op_name(s->matrix_op), fmt::join(s->shape, ", "),
+                       print_target(s->buffer, s->indices));
+    switch (s->matrix_op) {
+    case MatrixOp::Zero: break;
+    case MatrixOp::Mma:
+    case MatrixOp::MmaTf32:
+      out += " += " + print_expr(s->value->operands[0]) + " * " + print_expr(s->value->operands[1]);
+      break;
+    case MatrixOp::Store: out += " = " + print_expr(s->value); break;
+    }
+    out += "\n";
+    return;
+  }
   }
 }
 
@@ -247,6 +262,11 @@ bool equal(const Stmt& a, const Stmt& b) {
     break;
   case StmtKind::Prefetch:
     if (a->buffer != b->buffer || !equal_exprs(a->indices, b->indices)) return false;
+    break;
+  case StmtKind::Matrix:
+    if (a->matrix_op != b->matrix_op || a->buffer != b->buffer || a->shape != b->shape ||
+        !equal_exprs(a->indices, b->indices) || !equal(a->value, b->value))
+      return false;
     break;
   case StmtKind::Block:
   case StmtKind::Barrier: break;

@@ -229,6 +229,45 @@ private:
       for (const Stmt& b : s->body) check_stmt(b, grid_allowed, grid_axes);
       return;
     case StmtKind::Barrier: return;
+    case StmtKind::Matrix: {
+      const char* op = matrix_op_name(s->matrix_op);
+      const bool mma = s->matrix_op == MatrixOp::Mma || s->matrix_op == MatrixOp::MmaTf32;
+      if (s->shape.size() != (mma ? 3u : 2u)) fail(fmt::format("{} needs {} unit dimensions", op, mma ? 3 : 2));
+      for (int64_t d : s->shape)
+        if (d < 1) fail(fmt::format("{}: unit dimensions must be positive", op));
+      // Each tile: a buffer of rank >= 2 (the tile spans its last two dimensions).
+      auto tile = [&](const std::string& name, const std::vector<Expr>& idx, const char* what) -> const BufferInfo* {
+        const BufferInfo* b = find_buffer(name);
+        if (!b) fail(fmt::format("{} of undefined buffer '{}'", op, name));
+        if (b->rank != idx.size())
+          fail(fmt::format("'{}' has rank {} but {} names it with {} indices", name, b->rank, op, idx.size()));
+        if (b->rank < 2) fail(fmt::format("{}: {} '{}' needs two dimensions for a tile", op, what, name));
+        for (const Expr& i : idx) {
+          check_expr(i);
+          if (!is_index_type(i->type)) fail(fmt::format("an index of '{}' has type {}", name, dtype_name(i->type)));
+        }
+        return b;
+      };
+      const BufferInfo* target = tile(s->buffer, s->indices, mma || s->matrix_op == MatrixOp::Zero ? "the accumulator" : "the destination");
+      auto operand = [&](const Expr& e, const char* what) -> const BufferInfo* {
+        if (!e || e->kind != ExprKind::Access || e->guard) fail(fmt::format("{}: {} must be a plain access", op, what));
+        return tile(e->name, e->operands, what);
+      };
+      if (mma) {
+        if (!s->value || s->value->kind != ExprKind::Binary || s->value->binary_op != BinaryOp::Mul)
+          fail(fmt::format("{}: the value must be A * B", op));
+        const BufferInfo* a = operand(s->value->operands[0], "the A tile");
+        const BufferInfo* b = operand(s->value->operands[1], "the B tile");
+        if (!is_float(a->dtype) || a->dtype != b->dtype)
+          fail(fmt::format("{}: A and B must have one float dtype", op));
+        if (s->matrix_op == MatrixOp::MmaTf32 && a->dtype != DType::F32)
+          fail(fmt::format("{}: tf32 operands are f32 buffers", op));
+      }
+      if (s->matrix_op == MatrixOp::Store) operand(s->value, "the accumulator");
+      if (mma || s->matrix_op == MatrixOp::Zero)
+        if (!is_float(target->dtype)) fail(fmt::format("{}: the accumulator '{}' must be a float buffer", op, s->buffer));
+      return;
+    }
     case StmtKind::Prefetch: {
       const BufferInfo* b = find_buffer(s->buffer);
       if (!b) fail(fmt::format("prefetch of undefined buffer '{}'", s->buffer));

@@ -100,6 +100,12 @@ private:
     case StmtKind::Barrier:
     case StmtKind::Prefetch:
       return c;
+    case StmtKind::Matrix:
+      // A multiply-add per (m, n, k) of the tile, in the operands' dtype.
+      if (s->matrix_op == MatrixOp::Mma || s->matrix_op == MatrixOp::MmaTf32)
+        c[static_cast<size_t>(s->value->operands[0]->type)] +=
+            2.0 * static_cast<double>(s->shape[0] * s->shape[1] * s->shape[2]);
+      return c;
     case StmtKind::Block:
     case StmtKind::Allocate:
       for (const Stmt& b : s->body)
@@ -180,6 +186,7 @@ private:
     case StmtKind::Store:
     case StmtKind::Barrier:
     case StmtKind::Prefetch:
+    case StmtKind::Matrix:
       break;
     case StmtKind::Block:
     case StmtKind::Allocate:

@@ -5,6 +5,7 @@
 #include "schedule/FlashAttention.h"
 #include "schedule/Lower.h"
 #include "schedule/LoopRewrite.h"
+#include "schedule/MatrixUnit.h"
 #include "schedule/Primitives.h"
 
 #include <fmt/core.h>
@@ -75,6 +76,7 @@ Stmt apply_one(const LoopProgram& p, const Stmt& body, const Primitive& x, const
   case PrimitiveKind::FoldInit:
   case PrimitiveKind::Epilogue:
   case PrimitiveKind::FlashAttention:
+  case PrimitiveKind::MatrixUnit:
   case PrimitiveKind::Widen:
   case PrimitiveKind::Pretranspose:
   case PrimitiveKind::Inline: break;
@@ -145,6 +147,10 @@ LoopProgram lower_scheduled(const Kernel& kernel, const ShapeBindings& b, const 
       }
       if (x.kind == PrimitiveKind::FlashAttention) {
         p = flash_attention(k, p, b, hcd, x.buffer, x.factors);
+        continue;
+      }
+      if (x.kind == PrimitiveKind::MatrixUnit) {
+        p = matrix_unit(k, p, b, hcd, x.buffer, x.factors, !x.vars.empty());
         continue;
       }
       const std::vector<std::string> loops = named_loops(x);

@@ -18,6 +18,7 @@
 
 #include "schedule/ApplySchedule.h"
 #include "schedule/FlashAttention.h"
+#include "schedule/MatrixUnit.h"
 #include "schedule/Primitives.h"
 #include "schedule/Lower.h"
 #include "schedule/LoopRewrite.h"
@@ -394,10 +395,26 @@ AutoSchedule auto_schedule(const Kernel& given, const ShapeBindings& b, const hc
       refused.insert(*local);
     }
   }
+  // Contractions the HCD's matrix unit takes at their inputs' precision (f16/bf16 on
+  // tensor cores, an NPU's matrix engine) run there (MatrixUnit.cpp); f32 stays on the
+  // vector units unless a schedule asks for tf32.
+  std::set<std::string> matrix_outputs;
+  std::set<size_t> in_attention; // flash attention takes these
+  for (const AttentionSite& site : attention_sites(k, b))
+    for (size_t n = site.first; n <= site.first + 3; ++n) in_attention.insert(n);
+  for (const MatrixSite& site : matrix_sites(k, b, h)) {
+    if (in_attention.count(site.statement)) continue;
+    Primitive mu;
+    mu.kind = PrimitiveKind::MatrixUnit;
+    mu.buffer = site.output;
+    if (!try_add({mu})) continue;
+    matrix_outputs.insert(site.output);
+    for (std::string& r : matrix_reasons(site, matrix_tiles(site, h), h)) a.reasons.push_back(std::move(r));
+  }
   for (const Comprehension& c : given.body) {
     const TensorDecl* t = given.find_tensor(c.output);
     if (!t || (t->dtype != DType::BF16 && t->dtype != DType::F16) || c.reduce == ReduceKind::Assign ||
-        c.reduction_vars.empty() || c.is_indirect_store())
+        c.reduction_vars.empty() || c.is_indirect_store() || matrix_outputs.count(c.output))
       continue;
     Primitive w;
     w.kind = PrimitiveKind::Widen;
@@ -426,7 +443,7 @@ AutoSchedule auto_schedule(const Kernel& given, const ShapeBindings& b, const hc
     std::vector<std::pair<std::string, std::string>> candidates; // (operand, statement output)
     for (const Comprehension& c : k.body) {
       if (c.reduce != ReduceKind::Add || c.reduction_vars.size() != 1 || c.is_indirect_store() ||
-          c.indices.empty() || attention_outputs.count(c.output))
+          c.indices.empty() || attention_outputs.count(c.output) || matrix_outputs.count(c.output))
         continue;
       const std::string& j = c.indices.back();
       std::set<std::string> seen;
@@ -480,6 +497,10 @@ AutoSchedule auto_schedule(const Kernel& given, const ShapeBindings& b, const hc
     for (std::string& r : flash_reasons(site, fb, h)) a.reasons.push_back(std::move(r));
   }
   for (const GemmSite& site : gemm_sites(k, b, h)) {
+    if (matrix_outputs.count(site.output)) {
+      gemm_statements.insert(site.statement);
+      continue;
+    }
     const GemmTiling& t = site.tiling;
     // The whole GEMM schedule, else without packing, else blocking only.
     GemmTiling unpacked = t;

@@ -27,6 +27,7 @@ constexpr KindName kKinds[] = {
     {PrimitiveKind::FlashAttention, "flash_attention"}, {PrimitiveKind::Widen, "widen"},
     {PrimitiveKind::Pretranspose, "pretranspose"}, {PrimitiveKind::Prefetch, "prefetch"},
     {PrimitiveKind::KeepTerms, "keep_terms"}, {PrimitiveKind::Stream, "stream"},
+    {PrimitiveKind::MatrixUnit, "matrix_unit"},
 };
 
 constexpr ForKind kBindKinds[] = {ForKind::GridX,   ForKind::GridY,   ForKind::GridZ,
@@ -38,7 +39,8 @@ const char* kUsage =
     "primitives: split V F [as O, I]; tile V F, W G; reorder V, W, ...; fuse V, W [as N]; "
     "parallel V; vectorize V; unroll V; bind V grid.x|thread.x|...; stage T local|shared|register "
     "at V; cache_write T register|local at V; compute_at T at V; prefetch T at V; keep_terms T at V; stream T; inline T; widen T; pretranspose T on U; microkernel V; fold_init T; epilogue T; any of "
-    "them may end with `on T` (the statement writing T); flash_attention O [rows R keys K]";
+    "them may end with `on T` (the statement writing T); flash_attention O [rows R keys K]; matrix_unit C [tiles BM BN BK "
+    "warps WM WN] [tf32]";
 
 // One token of the schedule text with where it starts.
 struct Word {
@@ -204,6 +206,19 @@ public:
         p.factors.push_back(factor());
       }
       break;
+    case PrimitiveKind::MatrixUnit:
+      p.buffer = ident(next("the output of a contraction"), "a tensor name");
+      if (more() && peek().text == "tiles") {
+        keyword("tiles");
+        for (int n = 0; n < 3; ++n) p.factors.push_back(factor());
+        keyword("warps");
+        for (int n = 0; n < 2; ++n) p.factors.push_back(factor());
+      }
+      if (more() && peek().text == "tf32") {
+        ++pos_;
+        p.vars.push_back("tf32");
+      }
+      break;
     }
     if (more()) fail(peek(), fmt::format("unexpected '{}' after {}", peek().text, op), kUsage);
     return p;
@@ -310,6 +325,13 @@ std::string to_text(const Schedule& s) {
     case PrimitiveKind::FlashAttention:
       line += " " + p.buffer;
       if (p.factors.size() == 2) line += fmt::format(" rows {} keys {}", p.factors[0], p.factors[1]);
+      break;
+    case PrimitiveKind::MatrixUnit:
+      line += " " + p.buffer;
+      if (p.factors.size() == 5)
+        line += fmt::format(" tiles {} {} {} warps {} {}", p.factors[0], p.factors[1], p.factors[2], p.factors[3],
+                            p.factors[4]);
+      if (!p.vars.empty()) line += " tf32";
       break;
     }
     if (!p.on.empty()) line += " on " + p.on;

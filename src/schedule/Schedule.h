@@ -37,6 +37,7 @@ enum class PrimitiveKind : uint8_t {
   Widen,       // the reduction into bf16/f16 `buffer` accumulates in an f32 local, rounded after (Kernel IR)
   Pretranspose, // `buffer`, read by the statement writing `on` across its last index, copied transposed (Kernel IR)
   Prefetch,    // the last loop nest in loop `at` hints the caches with `buffer`'s reads of the next `at` iteration
+  MatrixUnit,  // the contraction writing `buffer` on the HCD's matrix unit; factors: {} or {bm, bn, bk, warps_m, warps_n}; vars: {"tf32"} to allow tf32
   KeepTerms,   // in loop `at`, the reduction into `buffer` keeps its terms for the map after it
   Stream,      // the output `buffer` is written with streaming (non-temporal) stores where the dialect has them
 };

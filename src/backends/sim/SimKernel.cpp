@@ -6,6 +6,8 @@
 // nanosecond or two per node: a 128^3 matmul runs in well under a second.
 #include "backends/sim/SimKernel.h"
 
+#include <cstring>
+
 #include "backends/sim/SimNumerics.h"
 #include "ir/Verifier.h"
 
@@ -502,6 +504,153 @@ struct SParallelNest final : SNode {
   }
 };
 
+// Element access by storage kind at run time, for the tile statements (which touch
+// buffers of several storages in one node).
+double get_float(Storage s, const char* base, int64_t off) {
+  switch (s) {
+  case Storage::F16: return Cell<Storage::F16>::get(reinterpret_cast<const uint16_t*>(base) + off);
+  case Storage::BF16: return Cell<Storage::BF16>::get(reinterpret_cast<const uint16_t*>(base) + off);
+  case Storage::F32: return Cell<Storage::F32>::get(reinterpret_cast<const float*>(base) + off);
+  case Storage::F64:
+  case Storage::AllocF: return Cell<Storage::F64>::get(reinterpret_cast<const double*>(base) + off);
+  default: break;
+  }
+  internal_fail(__FILE__, __LINE__, "sim: a matrix tile in an integer buffer");
+}
+void put_float(Storage s, char* base, int64_t off, double v) {
+  switch (s) {
+  case Storage::F16: return Cell<Storage::F16>::put(reinterpret_cast<uint16_t*>(base) + off, v);
+  case Storage::BF16: return Cell<Storage::BF16>::put(reinterpret_cast<uint16_t*>(base) + off, v);
+  case Storage::F32: return Cell<Storage::F32>::put(reinterpret_cast<float*>(base) + off, v);
+  case Storage::F64:
+  case Storage::AllocF: return Cell<Storage::F64>::put(reinterpret_cast<double*>(base) + off, v);
+  default: break;
+  }
+  internal_fail(__FILE__, __LINE__, "sim: a matrix tile in an integer buffer");
+}
+
+// f32 rounded to tf32 (10 mantissa bits) to nearest, ties away from zero, as the tensor
+// cores' cvt.rna.tf32.f32 does; inf and NaN pass through.
+double round_to_tf32(double v) {
+  float f = static_cast<float>(v);
+  uint32_t bits;
+  std::memcpy(&bits, &f, 4);
+  if ((bits & 0x7f800000u) != 0x7f800000u) {
+    bits += 0x1000u; // half of the 13 dropped bits: ties away from zero on the magnitude
+    bits &= 0xffffe000u;
+  }
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+// One tile operation of a matrix unit (Loop.h, MatrixOp), run as the whole tile: the sim
+// has no lanes, so the statement's one execution per warp is the whole operation.
+struct SMatrix final : SNode {
+  struct Tile {
+    Place at;
+    Storage storage = Storage::AllocF;
+    int64_t row_stride = 0; // elements between rows (the last dimension's extent)
+  };
+  MatrixOp op = MatrixOp::Zero;
+  int64_t m = 0, n = 0, k = 0;
+  Tile target, a, b; // Store: a is the accumulator
+  OpRecord ops;      // per execution
+
+  // Offset of the tile's origin; every element of an m x n tile must be inside unless
+  // `clip` (then rows/cols get how many are).
+  int64_t origin(Ctx& c, const Tile& t, int64_t rows, int64_t cols, bool clip, int64_t* rows_in,
+                 int64_t* cols_in) const {
+    int64_t vals[kMaxRank];
+    const Place& p = t.at;
+    uint64_t off = 0;
+    for (int d = 0; d < p.rank; ++d) {
+      vals[d] = p.idx[d]->eval(c);
+      off = off * static_cast<uint64_t>(p.shape[d]) + static_cast<uint64_t>(vals[d]);
+    }
+    bool out = false;
+    for (int d = 0; d + 2 < p.rank; ++d) out |= static_cast<uint64_t>(vals[d]) >= static_cast<uint64_t>(p.shape[d]);
+    const int64_t r0 = vals[p.rank - 2], c0 = vals[p.rank - 1];
+    const int64_t R = p.shape[p.rank - 2], C = p.shape[p.rank - 1];
+    // A clipped tile may lie wholly past the end (a warp's tile beyond M): nothing of it
+    // is stored.
+    out |= r0 < 0 || c0 < 0;
+    *rows_in = std::max<int64_t>(0, std::min(rows, R - r0));
+    *cols_in = std::max<int64_t>(0, std::min(cols, C - c0));
+    if (!clip) out |= *rows_in < rows || *cols_in < cols;
+    if (out) {
+      // Name the element past the end.
+      vals[p.rank - 2] = r0 + (clip ? 0 : rows - 1);
+      vals[p.rank - 1] = c0 + (clip ? 0 : cols - 1);
+      p.fail(c, vals, clip ? "matrix tile at" : "matrix tile");
+    }
+    return static_cast<int64_t>(off);
+  }
+
+  void exec(Ctx& c) const override {
+    int64_t rows = 0, cols = 0;
+    const bool store = op == MatrixOp::Store;
+    const int64_t t0 = origin(c, target, m, n, store, &rows, &cols);
+    char* tb = c.buf[target.at.slot];
+    const int64_t ts = target.row_stride;
+    if (c.trace) [[unlikely]]
+      c.trace->ops(ops);
+    auto touch = [&](const Tile& t, int64_t off, bool is_store) {
+      if (c.trace) [[unlikely]]
+        c.trace->access(t.at.slot, off, is_store, true);
+    };
+    if (op == MatrixOp::Zero) {
+      for (int64_t r = 0; r < m; ++r)
+        for (int64_t q = 0; q < n; ++q) {
+          touch(target, t0 + r * ts + q, true);
+          put_float(target.storage, tb, t0 + r * ts + q, 0.0);
+        }
+      return;
+    }
+    int64_t ar = 0, ac = 0;
+    if (store) {
+      const int64_t s0 = origin(c, a, m, n, false, &ar, &ac);
+      const char* sb = c.buf[a.at.slot];
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t q = 0; q < cols; ++q) {
+          touch(a, s0 + r * a.row_stride + q, false);
+          touch(target, t0 + r * ts + q, true);
+          put_float(target.storage, tb, t0 + r * ts + q, get_float(a.storage, sb, s0 + r * a.row_stride + q));
+        }
+      return;
+    }
+    const int64_t a0 = origin(c, a, m, k, false, &ar, &ac);
+    const int64_t b0 = origin(c, b, k, n, false, &ar, &ac);
+    const char* abase = c.buf[a.at.slot];
+    const char* bbase = c.buf[b.at.slot];
+    const bool tf32 = op == MatrixOp::MmaTf32;
+    for (int64_t r = 0; r < m; ++r)
+      for (int64_t q = 0; q < n; ++q) {
+        double acc = get_float(target.storage, tb, t0 + r * ts + q);
+        for (int64_t x = 0; x < k; ++x) {
+          double av = get_float(a.storage, abase, a0 + r * a.row_stride + x);
+          double bv = get_float(b.storage, bbase, b0 + x * b.row_stride + q);
+          if (tf32) {
+            av = round_to_tf32(av);
+            bv = round_to_tf32(bv);
+          }
+          acc += av * bv;
+        }
+        put_float(target.storage, tb, t0 + r * ts + q, acc);
+      }
+    if (c.trace) [[unlikely]] {
+      for (int64_t r = 0; r < m; ++r)
+        for (int64_t x = 0; x < k; ++x) touch(a, a0 + r * a.row_stride + x, false);
+      for (int64_t x = 0; x < k; ++x)
+        for (int64_t q = 0; q < n; ++q) touch(b, b0 + x * b.row_stride + q, false);
+      for (int64_t r = 0; r < m; ++r)
+        for (int64_t q = 0; q < n; ++q) {
+          touch(target, t0 + r * ts + q, false);
+          touch(target, t0 + r * ts + q, true);
+        }
+    }
+  }
+};
+
 bool is_parallel(ForKind k) {
   return k == ForKind::Parallel || k == ForKind::GridX || k == ForKind::GridY || k == ForKind::GridZ;
 }
@@ -991,6 +1140,34 @@ private:
     internal_fail(__FILE__, __LINE__, "sim: unknown storage");
   }
 
+  SP matrix(const Stmt& s) {
+    auto n = std::make_unique<SMatrix>();
+    n->op = s->matrix_op;
+    n->m = s->shape[0];
+    n->n = s->shape[1];
+    n->k = s->shape.size() > 2 ? s->shape[2] : 0;
+    auto tile = [&](const std::string& name, const std::vector<Expr>& idx) {
+      const BufInfo& b = buffer(name);
+      if (!is_float(b.dtype)) unsupported(fmt::format("matrix tile in the integer buffer '{}'", name));
+      SMatrix::Tile t;
+      t.at = place(name, idx);
+      t.storage = b.storage;
+      t.row_stride = b.shape.back();
+      return t;
+    };
+    n->target = tile(s->buffer, s->indices);
+    if (s->matrix_op == MatrixOp::Store) {
+      n->a = tile(s->value->name, s->value->operands);
+    } else if (s->matrix_op != MatrixOp::Zero) {
+      n->a = tile(s->value->operands[0]->name, s->value->operands[0]->operands);
+      n->b = tile(s->value->operands[1]->name, s->value->operands[1]->operands);
+      // The matrix unit's multiply-adds, charged as vector operations of the inputs' dtype
+      // (the HCD's peak for f16/bf16 is the matrix unit's).
+      n->ops.vector[static_cast<size_t>(s->value->operands[0]->type)] += 2.0 * static_cast<double>(n->m * n->n * n->k);
+    }
+    return n;
+  }
+
   SP thread_nest(const Stmt& outer) {
     std::vector<const StmtNode*> loops{outer.get()};
     Stmt body = outer->body[0];
@@ -1120,6 +1297,7 @@ private:
     case StmtKind::Prefetch:
       // A hint about caches: nothing for the interpreter to do.
       return std::make_unique<SNop>();
+    case StmtKind::Matrix: return matrix(s);
     }
     internal_fail(__FILE__, __LINE__, "sim: unknown statement kind");
   }

@@ -4,8 +4,9 @@
 // bar.sync, and NVRTC's errors reach the user with its log. Where NVRTC is not installed
 // each test is skipped with that reason, never passed silently.
 //
-// Tensor-core instructions (mma) are not checked: the scheduler does not target the
-// HCD's matrix units yet, so codegen never asks for them.
+// GEMMs the auto-scheduler puts on the HCD's matrix unit (tensor cores) compile to PTX
+// mma.sync on tiles staged in shared memory, for f16 and bf16, and for f32 as tf32 when
+// the kernel's schedule asks for it (never by itself).
 #include "ir/Diagnostic.h"
 #include "ir/Parser.h"
 #include "runtime/DeviceRegistry.h"
@@ -243,6 +244,39 @@ TEST_F(CudaCompile, StagedTileUsesSharedMemoryAndBarriers) {
   EXPECT_THAT(ptx, HasSubstr("ld.shared.f32"));
   EXPECT_THAT(ptx, HasSubstr("bar.sync"));
   EXPECT_THAT(ptx, HasSubstr(".maxntid 64, 1, 1"));
+}
+
+TEST_F(CudaCompile, MatrixUnitGemmsCompileToMmaSync) {
+  const hcd::Hcd& h = session_->device().hcd();
+  auto build = [&](const std::string& text, const std::vector<std::string>& flags) {
+    Module m = parse_module(SourceFile{"mma.ut", text});
+    Session::Built b = session_->build(
+        m.kernels[0], bind_shapes(m.kernels[0], {}, {{"M", 100}, {"K", 72}, {"N", 96}}), flags);
+    return *b.binary;
+  };
+  auto gemm = [](const std::string& t, const std::string& schedule) {
+    return "kernel Gemm {\n  input: " + t + "[M,K] A, " + t + "[K,N] B\n  output: " + t +
+           "[M,N] C\n  operation: C[i,j] += A[i,k] * B[k,j]\n}\n" + schedule;
+  };
+  for (const std::string t : {"bf16", "f16"}) {
+    SCOPED_TRACE(t);
+    EXPECT_EQ(cubin_sm(build(gemm(t, ""), {})), 90);
+    std::vector<uint8_t> bytes = build(gemm(t, ""), h.assembly_flags);
+    std::string ptx(bytes.begin(), bytes.end());
+    EXPECT_THAT(ptx, HasSubstr("mma.sync.aligned.m16n8k16.row.col.f32." + t + "." + t + ".f32"));
+    EXPECT_THAT(ptx, HasSubstr("st.shared")); // the staged A and B tiles
+    EXPECT_THAT(ptx, HasSubstr("ld.shared"));
+    EXPECT_THAT(ptx, HasSubstr("bar.sync"));
+    EXPECT_THAT(ptx, HasSubstr(".maxntid 128, 1, 1")); // 4 warps of 32 lanes
+  }
+  std::vector<uint8_t> tf32 = build(gemm("f32", "schedule { matrix_unit C tf32 }"), h.assembly_flags);
+  std::string ptx(tf32.begin(), tf32.end());
+  EXPECT_THAT(ptx, HasSubstr("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"));
+  EXPECT_THAT(ptx, HasSubstr("cvt.rna.tf32.f32"));
+  EXPECT_EQ(cubin_sm(build(gemm("f32", "schedule { matrix_unit C tf32 }"), {})), 90);
+  std::vector<uint8_t> plain = build(gemm("f32", ""), h.assembly_flags);
+  EXPECT_EQ(std::string(plain.begin(), plain.end()).find("mma.sync"), std::string::npos)
+      << "an f32 GEMM must not use tf32 unless its schedule asks";
 }
 
 TEST_F(CudaCompile, NvrtcErrorsShowItsLog) {

@@ -29,6 +29,7 @@ void expect_same_device(const Hcd& a, const Hcd& b) {
     EXPECT_EQ(a.matrix_units[i].k, b.matrix_units[i].k);
     EXPECT_EQ(a.matrix_units[i].input_dtypes, b.matrix_units[i].input_dtypes);
     EXPECT_EQ(a.matrix_units[i].accumulator, b.matrix_units[i].accumulator);
+    EXPECT_EQ(a.matrix_units[i].precision, b.matrix_units[i].precision);
   }
   ASSERT_EQ(a.memory.size(), b.memory.size());
   for (size_t i = 0; i < a.memory.size(); ++i) {

@@ -1,0 +1,434 @@
+// The matrix-unit launch of a contraction (see MatrixUnit.h).
+#include "schedule/MatrixUnit.h"
+
+#include "schedule/LoopRewrite.h"
+#include "schedule/ShapeEval.h"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <map>
+#include <set>
+
+namespace unitile {
+
+namespace {
+
+Expr imm(int64_t v) { return int_imm(v); }
+Expr add(Expr a, Expr b) { return binary(BinaryOp::Add, std::move(a), std::move(b)); }
+Expr mul(Expr a, Expr b) { return binary(BinaryOp::Mul, std::move(a), std::move(b)); }
+Expr floor_div(Expr a, int64_t b) { return binary(BinaryOp::FloorDiv, std::move(a), imm(b)); }
+Expr mod(Expr a, int64_t b) { return binary(BinaryOp::Mod, std::move(a), imm(b)); }
+Expr less(Expr a, int64_t b) { return binary(BinaryOp::Lt, std::move(a), imm(b)); }
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+std::string kib(int64_t bytes) {
+  return bytes % 1024 == 0 ? fmt::format("{} KiB", bytes / 1024) : fmt::format("{:.1f} KiB", bytes / 1024.0);
+}
+
+// An operand: an unguarded access with distinct plain index variables (a cast to a float
+// type around it is looked through).
+const ExprNode* operand_access(const Expr& e) {
+  const ExprNode* x = e.get();
+  if (x->kind == ExprKind::Cast && is_float(x->type)) x = x->operands[0].get();
+  if (x->kind != ExprKind::Access || x->guard) return nullptr;
+  std::set<std::string> seen;
+  for (const Expr& i : x->operands)
+    if (i->kind != ExprKind::Var || !seen.insert(i->name).second) return nullptr;
+  return x;
+}
+
+bool indexes(const ExprNode* a, const std::string& v) {
+  for (const Expr& i : a->operands)
+    if (i->name == v) return true;
+  return false;
+}
+
+// Names no buffer or param of the program uses (loop and let names inside the new launch
+// only need to differ from those and from each other).
+class NameSet {
+public:
+  explicit NameSet(const LoopProgram& p) {
+    for (const LoopBuffer& b : p.buffers) taken_.insert(b.name);
+    for (const ParamDecl& prm : p.params) taken_.insert(prm.name);
+  }
+  std::string fresh(const std::string& base) {
+    if (taken_.insert(base).second) return base;
+    for (int n = 0;; ++n) {
+      std::string c = fmt::format("{}_{}", base, n);
+      if (taken_.insert(c).second) return c;
+    }
+  }
+
+private:
+  std::set<std::string> taken_;
+};
+
+// Registers one lane (thread) may use, in bytes: SIMT lanes have 32-bit registers; a
+// single-lane core has vector_registers of vector_bits.
+int64_t lane_register_bytes(const hcd::Hcd& h) {
+  return h.warp_size > 1 ? int64_t{h.vector_registers} * 4 : int64_t{h.vector_registers} * h.vector_bits / 8;
+}
+
+// The staging memory: the first level after the registers (shared memory on a GPU, an
+// NPU core's local memory), its scope and the bytes one block may use of it.
+std::pair<MemScope, int64_t> staging(const hcd::Hcd& h) {
+  for (const hcd::MemoryLevel& l : h.memory) {
+    if (l.scope == "register") continue;
+    MemScope s = l.scope == "shared" ? MemScope::Shared : l.scope == "local" ? MemScope::Local : MemScope::Global;
+    int64_t bytes = l.size_bytes;
+    if (h.shared_memory_per_block > 0) bytes = std::min(bytes, h.shared_memory_per_block);
+    return {s, bytes};
+  }
+  return {MemScope::Local, h.shared_memory_per_block > 0 ? h.shared_memory_per_block : 64 * 1024};
+}
+
+// Row padding of the staged tiles, in elements. On SIMT lanes a unit's fragment reads 8
+// rows x 4 columns of 32-bit words at once; shared memory serves 32 words per cycle from
+// 32 banks, so rows whose length is a multiple of 32 words would put all 8 rows in the
+// same banks. 16 bytes more per A row (4 banks) and 32 bytes per 32-bit B row (8 banks,
+// 16 bytes for 16-bit B, whose reads pair two rows) spread them over distinct banks.
+int64_t pad_a(const MatrixSite& s, const hcd::Hcd& h) { return h.warp_size > 1 ? 16 / dtype_bytes(s.input) : 0; }
+int64_t pad_b(const MatrixSite&, const hcd::Hcd& h) { return h.warp_size > 1 ? 8 : 0; }
+
+int64_t staged_bytes(const MatrixSite& s, const MatrixTiles& t, const hcd::Hcd& h) {
+  return (t.bm * (t.bk + pad_a(s, h)) + t.bk * (t.bn + pad_b(s, h))) * dtype_bytes(s.input);
+}
+
+void fail(const std::string& what, const std::string& why) {
+  throw UserError(fmt::format("error: schedule: {}: {}", what, why));
+}
+
+} // namespace
+
+std::optional<MatrixSite> matrix_site(const Kernel& k, const ShapeBindings& b, const hcd::Hcd& h,
+                                      const std::string& output, bool tf32, std::string* why) {
+  auto no = [&](std::string w) -> std::optional<MatrixSite> {
+    if (why) *why = std::move(w);
+    return std::nullopt;
+  };
+  size_t n = k.body.size();
+  for (size_t q = 0; q < k.body.size(); ++q)
+    if (k.body[q].output == output) n = q;
+  if (n == k.body.size()) return no(fmt::format("no statement of kernel '{}' writes '{}'", k.name, output));
+  const Comprehension& c = k.body[n];
+  if (c.reduce != ReduceKind::Add || c.reduction_vars.size() != 1 || c.is_indirect_store() || c.indices.size() < 2)
+    return no("the statement is not a sum over one reduction axis into a matrix `C[.., i, j] += ...`");
+  if (c.value->kind != ExprKind::Binary || c.value->binary_op != BinaryOp::Mul)
+    return no("the summed value is not a product A[.., i, k] * B[.., k, j]");
+  const ExprNode* x = operand_access(c.value->operands[0]);
+  const ExprNode* y = operand_access(c.value->operands[1]);
+  if (!x || !y) return no("the factors are not plain reads of two tensors (one index variable per dimension)");
+  MatrixSite s;
+  s.statement = n;
+  s.output = output;
+  s.i = c.indices[c.indices.size() - 2];
+  s.j = c.indices.back();
+  s.k = c.reduction_vars[0];
+  s.batch.assign(c.indices.begin(), c.indices.end() - 2);
+  if (indexes(x, s.j)) std::swap(x, y);
+  std::set<std::string> a_vars(s.batch.begin(), s.batch.end()), b_vars = a_vars;
+  a_vars.insert({s.i, s.k});
+  b_vars.insert({s.k, s.j});
+  for (const Expr& e : x->operands)
+    if (!a_vars.count(e->name)) return no(fmt::format("'{}' is read at '{}', which is not its row, k or batch", x->name, e->name));
+  for (const Expr& e : y->operands)
+    if (!b_vars.count(e->name)) return no(fmt::format("'{}' is read at '{}', which is not k, its column or batch", y->name, e->name));
+  if (!indexes(x, s.i) || !indexes(x, s.k) || !indexes(y, s.k) || !indexes(y, s.j))
+    return no("the factors do not read A[.., i, k] and B[.., k, j]");
+  s.a = x->name;
+  s.b = y->name;
+  const TensorDecl* ta = k.find_tensor(s.a);
+  const TensorDecl* tb = k.find_tensor(s.b);
+  const TensorDecl* tc = k.find_tensor(output);
+  if (!ta || !tb || !tc || ta->dtype != tb->dtype)
+    return no("A and B have different dtypes");
+  s.input = ta->dtype;
+  if (tc->dtype != DType::F32 && tc->dtype != s.input)
+    return no(fmt::format("the result is {}; the unit accumulates in f32, stored as f32 or the inputs' dtype",
+                          dtype_name(tc->dtype)));
+  bool found = false;
+  for (const hcd::MatrixUnit& u : h.matrix_units) {
+    const bool takes = std::find(u.input_dtypes.begin(), u.input_dtypes.end(), s.input) != u.input_dtypes.end();
+    const bool precision = u.precision == "inputs" || (tf32 && u.precision == "tf32" && s.input == DType::F32);
+    if (takes && precision && u.accumulator == DType::F32 && u.m > 0 && u.n > 0 && u.k > 0) {
+      s.unit = u;
+      s.tf32 = u.precision == "tf32";
+      found = true;
+      break;
+    }
+  }
+  if (!found)
+    return no(fmt::format("HCD '{}' has no matrix unit taking {} operands with an f32 accumulator{}", h.name,
+                          dtype_name(s.input),
+                          s.input == DType::F32 && !tf32 ? " at f32 precision (tf32 only when the schedule asks)" : ""));
+  auto extent = [&](const std::string& v) { return eval_int(c.ranges.at(v), b, "the range of '" + v + "'"); };
+  s.M = extent(s.i);
+  s.N = extent(s.j);
+  s.K = extent(s.k);
+  for (const std::string& v : s.batch) s.batch_extents.push_back(extent(v));
+  if (s.M < 1 || s.N < 1 || s.K < 1) return no("an empty contraction");
+  return s;
+}
+
+std::vector<MatrixSite> matrix_sites(const Kernel& k, const ShapeBindings& b, const hcd::Hcd& h) {
+  std::vector<MatrixSite> out;
+  if (h.matrix_units.empty()) return out;
+  std::set<std::string> seen;
+  for (const Comprehension& c : k.body) {
+    if (!seen.insert(c.output).second) continue;
+    try {
+      if (auto s = matrix_site(k, b, h, c.output, false)) out.push_back(*s);
+    } catch (const UserError&) {
+      // an unbound range: not a site
+    }
+  }
+  return out;
+}
+
+MatrixTiles matrix_tiles(const MatrixSite& s, const hcd::Hcd& h) {
+  const int64_t um = s.unit.m, un = s.unit.n, uk = s.unit.k;
+  const int64_t lanes = std::max(1, h.warp_size);
+  MatrixTiles t;
+  // Warps per block: up to 4 (2 x 2), as many as a block may hold.
+  const int64_t max_warps =
+      std::max<int64_t>(1, std::min<int64_t>(h.max_threads_per_block / lanes, h.max_block.size() > 1 ? h.max_block[1] : 1));
+  if (max_warps >= 4) t.warps_m = t.warps_n = 2;
+  else if (max_warps >= 2) t.warps_m = 2;
+  // A warp's accumulators take at most a quarter of its lanes' registers.
+  int64_t lane_bytes = lane_register_bytes(h) * lanes, budget = 1;
+  while (budget < lane_bytes) budget *= 2;
+  budget = std::max<int64_t>(budget / 16, um * un); // f32 elements: a quarter of the bytes
+  int64_t wm = um, wn = un;
+  for (int64_t cm = um; cm <= 8 * um; cm *= 2)
+    for (int64_t cn = un; cn <= 8 * un; cn *= 2) {
+      if (cm * cn > budget) continue;
+      const int64_t area = cm * cn, best = wm * wn;
+      const int64_t bal = std::abs(cm / um - cn / un), best_bal = std::abs(wm / um - wn / un);
+      if (area > best || (area == best && bal < best_bal)) {
+        wm = cm;
+        wn = cn;
+      }
+    }
+  // No larger than the matrix needs, then smaller until every compute unit has a block.
+  while (wm > um && (wm / 2) * t.warps_m >= s.M) wm /= 2;
+  while (wn > un && (wn / 2) * t.warps_n >= s.N) wn /= 2;
+  int64_t batch = 1;
+  for (int64_t e : s.batch_extents) batch *= e;
+  auto tasks = [&] { return batch * ceil_div(s.M, wm * t.warps_m) * ceil_div(s.N, wn * t.warps_n); };
+  while (tasks() < h.units && (wm > um || wn > un)) {
+    if (wm / um >= wn / un && wm > um) wm /= 2;
+    else wn /= 2;
+  }
+  t.bm = wm * t.warps_m;
+  t.bn = wn * t.warps_n;
+  // k block: 32 deep (a multiple of the unit's k), less if the tiles would take more than
+  // a quarter of the staging memory (room for other blocks on the same unit).
+  const int64_t stage_bytes = staging(h).second;
+  t.bk = std::max<int64_t>(uk, 32 / uk * uk);
+  while (t.bk > uk && staged_bytes(s, t, h) * 4 > stage_bytes) t.bk -= uk;
+  if (t.bk > s.K) t.bk = ceil_div(s.K, uk) * uk;
+  return t;
+}
+
+std::vector<std::string> matrix_reasons(const MatrixSite& s, const MatrixTiles& t, const hcd::Hcd& h) {
+  std::vector<std::string> r;
+  const int64_t lanes = std::max(1, h.warp_size);
+  const int64_t wm = t.bm / t.warps_m, wn = t.bn / t.warps_n;
+  r.push_back(fmt::format("{} (statement {}): contraction {}x{}x{} over '{}' on the matrix unit {}x{}x{} ({} in, f32 "
+                          "accumulator{})",
+                          s.output, s.statement, s.M, s.N, s.K, s.k, s.unit.m, s.unit.n, s.unit.k,
+                          dtype_name(s.input), s.tf32 ? ", operands rounded to tf32" : ""));
+  r.push_back(fmt::format("  block tile {}x{} in k blocks of {}: {} warps of {} lanes ({} x {}), each {}x{} = {}x{} "
+                          "unit tiles, {} f32 accumulators per lane",
+                          t.bm, t.bn, t.bk, t.warps_m * t.warps_n, lanes, t.warps_m, t.warps_n, wm, wn,
+                          wm / s.unit.m, wn / s.unit.n, wm * wn / lanes));
+  const auto [scope, bytes] = staging(h);
+  r.push_back(fmt::format("  {}: A and B tiles take {} of {}", mem_scope_name(scope), kib(staged_bytes(s, t, h)),
+                          kib(bytes)));
+  int64_t batch = 1;
+  for (int64_t e : s.batch_extents) batch *= e;
+  r.push_back(fmt::format("  threads: {} blocks over {} compute units",
+                          batch * ceil_div(s.M, t.bm) * ceil_div(s.N, t.bn), h.units));
+  return r;
+}
+
+LoopProgram matrix_unit(const Kernel& k, const LoopProgram& p, const ShapeBindings& b, const hcd::Hcd& h,
+                        const std::string& output, const std::vector<int64_t>& tiles, bool tf32) {
+  const std::string what = fmt::format("matrix_unit {}", output);
+  std::string why;
+  std::optional<MatrixSite> site = matrix_site(k, b, h, output, tf32, &why);
+  if (!site) fail(what, why);
+  const MatrixSite& s = *site;
+  MatrixTiles t = matrix_tiles(s, h);
+  const int64_t um = s.unit.m, un = s.unit.n, uk = s.unit.k;
+  const int64_t lanes = std::max(1, h.warp_size);
+  if (!tiles.empty()) {
+    if (tiles.size() != 5) fail(what, "expected five tile sizes: tiles BM BN BK warps WM WN");
+    t = MatrixTiles{tiles[0], tiles[1], tiles[2], tiles[3], tiles[4]};
+  }
+  if (t.warps_m < 1 || t.warps_n < 1 || t.bm % (t.warps_m * um) || t.bn % (t.warps_n * un) || t.bk < 1 || t.bk % uk)
+    fail(what, fmt::format("block tile {}x{}x{} over {}x{} warps does not split into {}x{}x{} unit tiles", t.bm, t.bn,
+                           t.bk, t.warps_m, t.warps_n, um, un, uk));
+  const int64_t warps = t.warps_m * t.warps_n, threads = warps * lanes;
+  if (threads > h.max_threads_per_block || (h.max_block.size() > 1 && warps > h.max_block[1]))
+    fail(what, fmt::format("{} warps of {} lanes exceed a block of the HCD ({} threads, {} along thread.y)", warps,
+                           lanes, h.max_threads_per_block, h.max_block.size() > 1 ? h.max_block[1] : 1));
+
+  // The statement's launches, as lowering made them: the update and (in-place sums) its init.
+  const std::string func_name = fmt::format("{}_{}", k.name, s.statement);
+  std::vector<size_t> replaced;
+  for (size_t f = 0; f < p.funcs.size(); ++f)
+    if (p.funcs[f].name == func_name || p.funcs[f].name == func_name + "_init") replaced.push_back(f);
+  bool has_update = false;
+  for (size_t f : replaced) has_update |= p.funcs[f].name == func_name;
+  if (!has_update)
+    fail(what, fmt::format("the launch of statement {} was already changed by an earlier primitive; put matrix_unit "
+                           "first",
+                           s.statement));
+  const LoopBuffer* cbuf = p.find_buffer(output);
+  const LoopBuffer* abuf = p.find_buffer(s.a);
+  const LoopBuffer* bbuf = p.find_buffer(s.b);
+  if (!cbuf || !abuf || !bbuf) fail(what, "the contraction's tensors are not buffers of the program");
+
+  const int64_t tm = t.bm / t.warps_m / um, tn = t.bn / t.warps_n / un;
+  const int64_t wm = t.bm / t.warps_m, wn = t.bn / t.warps_n;
+  const int64_t nmb = ceil_div(s.M, t.bm), nnb = ceil_div(s.N, t.bn), nkb = ceil_div(s.K, t.bk);
+  int64_t batch = 1;
+  for (int64_t e : s.batch_extents) batch *= e;
+  const int64_t tasks = batch * nmb * nnb;
+  const int64_t pa = pad_a(s, h), pb = pad_b(s, h);
+  const MemScope scope = staging(h).first;
+
+  NameSet names(p);
+  const std::string task = names.fresh("task"), i0 = names.fresh("i0"), j0 = names.fresh("j0"),
+                    k_o = names.fresh(s.k + "_o"), kk = names.fresh(s.k + "_u");
+  const std::string a_s = names.fresh(s.a + "_" + mem_scope_name(scope)),
+                    b_s = names.fresh(s.b + "_" + mem_scope_name(scope)), acc = names.fresh(output + "_tiles");
+
+  // Lets of the task: batch indices, the row and column block.
+  std::vector<std::pair<std::string, Expr>> lets;
+  std::map<std::string, Expr> batch_at;
+  {
+    const Expr tv = var(task);
+    int64_t stride = nmb * nnb;
+    std::vector<Expr> bexpr(s.batch.size());
+    for (size_t q = s.batch.size(); q-- > 0;) {
+      Expr e = floor_div(tv, stride);
+      bexpr[q] = q == 0 ? e : mod(e, s.batch_extents[q]);
+      stride *= s.batch_extents[q];
+    }
+    for (size_t q = 0; q < s.batch.size(); ++q) {
+      std::string name = names.fresh(s.batch[q]);
+      lets.emplace_back(name, simplify(bexpr[q]));
+      batch_at[s.batch[q]] = var(name);
+    }
+    Expr it = nnb == 1 ? tv : floor_div(tv, nnb);
+    if (batch > 1 || nmb == 1) it = nmb == 1 ? imm(0) : mod(it, nmb);
+    lets.emplace_back(i0, simplify(mul(it, imm(t.bm))));
+    lets.emplace_back(j0, simplify(nnb == 1 ? imm(0) : mul(mod(tv, nnb), imm(t.bn))));
+  }
+
+  // A thread loop over warps (thread.y) and, for copies, one over lanes (thread.x).
+  auto warp_loop = [&](const std::string& w, Stmt body) {
+    return for_loop(w, imm(0), imm(warps), ForKind::ThreadY, std::move(body));
+  };
+  auto unrolled = [&](const std::string& v, int64_t n, Stmt body) {
+    return for_loop(v, imm(0), imm(n), n > 1 ? ForKind::Unrolled : ForKind::Serial, std::move(body));
+  };
+  // A warp's tile origin inside the block: rows (w // warps_n) * wm, columns (w % warps_n) * wn.
+  auto warp_row = [&](const std::string& w) { return t.warps_n == 1 ? mul(var(w), imm(wm)) : mul(floor_div(var(w), t.warps_n), imm(wm)); };
+  auto warp_col = [&](const std::string& w) { return t.warps_n == 1 ? imm(0) : mul(mod(var(w), t.warps_n), imm(wn)); };
+
+  // 1. Zero the accumulators.
+  Stmt zero;
+  {
+    const std::string w = names.fresh("w"), a = names.fresh("tm"), c = names.fresh("tn");
+    zero = warp_loop(w, unrolled(a, tm, unrolled(c, tn, matrix_zero(acc, {var(w), var(a), var(c), imm(0), imm(0)}, um, un))));
+  }
+
+  // 2. Copy one operand tile: element q of the tile per thread and step, in the order that
+  //    makes consecutive lanes read consecutive elements of the tensor.
+  const std::string cw = names.fresh("w"), cl = names.fresh("lane");
+  auto copy_tile = [&](const std::string& tensor, const LoopBuffer& buf, const std::string& staged, int64_t rows,
+                       int64_t cols, const std::string& row_var, Expr row0, int64_t row_extent,
+                       const std::string& col_var, Expr col0, int64_t col_extent) {
+    const ExprNode* read = nullptr;
+    visit(k.body[s.statement].value, [&](const Expr& e) {
+      if (e->kind == ExprKind::Access && e->name == tensor && !read) read = e.get();
+    });
+    const bool rows_fast = read->operands.back()->name == row_var;
+    const std::string e = names.fresh("e"), r = names.fresh("r"), c = names.fresh("c"), q = names.fresh("q");
+    const int64_t total = rows * cols, steps = ceil_div(total, threads);
+    Expr qv = add(mul(add(mul(var(e), imm(warps)), var(cw)), imm(lanes)), var(cl));
+    Expr rv = rows_fast ? mod(var(q), rows) : floor_div(var(q), cols);
+    Expr cv = rows_fast ? floor_div(var(q), rows) : mod(var(q), cols);
+    std::map<std::string, Expr> at = batch_at;
+    at[row_var] = add(row0, var(r));
+    at[col_var] = add(col0, var(c));
+    std::vector<Expr> idx;
+    for (const Expr& i : read->operands) idx.push_back(simplify(at.at(i->name)));
+    Expr value = access(tensor, idx, buf.dtype);
+    Expr zero_v = float_imm(0.0, buf.dtype);
+    Expr in_range;
+    auto conj = [&](Expr cnd) { in_range = in_range ? binary(BinaryOp::And, in_range, cnd) : cnd; };
+    // Only tests that can fail: a partial last block along that axis.
+    if (row_extent % rows != 0) conj(less(simplify(add(row0, var(r))), row_extent));
+    if (col_extent % cols != 0) conj(less(simplify(add(col0, var(c))), col_extent));
+    Stmt st = in_range ? if_then(in_range, store(staged, {var(r), var(c)}, value), store(staged, {var(r), var(c)}, zero_v))
+                       : store(staged, {var(r), var(c)}, value);
+    st = let_stmt(r, simplify(rv), let_stmt(c, simplify(cv), st));
+    if (total % threads != 0) st = if_then(less(var(q), total), st);
+    st = let_stmt(q, simplify(qv), st);
+    return for_loop(e, imm(0), imm(steps), ForKind::Serial, st);
+  };
+  const Expr k0 = mul(var(k_o), imm(t.bk));
+  Stmt copies = for_loop(
+      cw, imm(0), imm(warps), ForKind::ThreadY,
+      for_loop(cl, imm(0), imm(lanes), ForKind::ThreadX,
+               block({copy_tile(s.a, *abuf, a_s, t.bm, t.bk, s.i, var(i0), s.M, s.k, k0, s.K),
+                      copy_tile(s.b, *bbuf, b_s, t.bk, t.bn, s.k, k0, s.K, s.j, var(j0), s.N)})));
+
+  // 3. Every warp multiplies its tiles over the k block's unit steps.
+  Stmt mma;
+  {
+    const std::string w = names.fresh("w"), a = names.fresh("tm"), c = names.fresh("tn");
+    Expr arow = simplify(add(warp_row(w), mul(var(a), imm(um))));
+    Expr bcol = simplify(add(warp_col(w), mul(var(c), imm(un))));
+    Expr kofs = simplify(mul(var(kk), imm(uk)));
+    Stmt one = matrix_mma(acc, {var(w), var(a), var(c), imm(0), imm(0)}, access(a_s, {arow, kofs}, s.input),
+                          access(b_s, {kofs, bcol}, s.input), um, un, uk, s.tf32);
+    mma = warp_loop(w, unrolled(kk, t.bk / uk, unrolled(a, tm, unrolled(c, tn, one))));
+  }
+  Stmt k_loop = for_loop(k_o, imm(0), imm(nkb), ForKind::Serial, block({copies, barrier(), mma, barrier()}));
+
+  // 4. Store the tiles (clipped at C's edges; rounded to C's dtype).
+  Stmt out;
+  {
+    const std::string w = names.fresh("w"), a = names.fresh("tm"), c = names.fresh("tn");
+    std::vector<Expr> origin;
+    for (const std::string& v : s.batch) origin.push_back(batch_at.at(v));
+    origin.push_back(simplify(add(add(var(i0), warp_row(w)), mul(var(a), imm(um)))));
+    origin.push_back(simplify(add(add(var(j0), warp_col(w)), mul(var(c), imm(un)))));
+    Stmt st = matrix_store(output, origin, access(acc, {var(w), var(a), var(c), imm(0), imm(0)}, DType::F32), um, un);
+    out = warp_loop(w, unrolled(a, tm, unrolled(c, tn, st)));
+  }
+
+  Stmt body = block({zero, k_loop, out});
+  body = allocate(acc, DType::F32, {warps, tm, tn, um, un}, MemScope::Register, body);
+  body = allocate(b_s, s.input, {t.bk, t.bn + pb}, scope, body);
+  body = allocate(a_s, s.input, {t.bm, t.bk + pa}, scope, body);
+  for (size_t q = lets.size(); q-- > 0;) body = let_stmt(lets[q].first, lets[q].second, body);
+
+  LoopProgram result = p;
+  std::sort(replaced.begin(), replaced.end());
+  const size_t first = replaced.front();
+  for (size_t q = replaced.size(); q-- > 0;)
+    result.funcs.erase(result.funcs.begin() + static_cast<std::ptrdiff_t>(replaced[q]));
+  result.funcs.insert(result.funcs.begin() + static_cast<std::ptrdiff_t>(first),
+                      LoopFunc{func_name, for_loop(task, imm(0), imm(tasks), ForKind::GridX, body)});
+  return result;
+}
+
+} // namespace unitile

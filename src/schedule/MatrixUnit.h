@@ -1,0 +1,78 @@
+// matrix_unit: a contraction `C[B.., i, j] += A[.., i, k] * B[.., k, j]` computed on the
+// HCD's matrix unit (tensor cores, an NPU's matrix engine): operand tiles staged in the
+// memory next to the unit, each warp accumulating a grid of unit tiles in registers.
+//
+// Why it must exist: a matrix unit multiplies whole tiles in one instruction, executed
+// by all lanes of a warp together with the tiles spread over the lanes' registers. No
+// composition of the loop primitives produces that: the register tile of the CPU GEMM
+// schedule (microkernel) is one thread's, and its inner step is a vector FMA. So this
+// pass builds the whole launch from the contraction and the HCD's [[compute.
+// matrix_units]] entry (unit shape m x n x k, input dtypes, precision), using Matrix
+// statements (Loop.h) that the sim interprets and the cuda dialect prints as mma.sync:
+//
+//   for task grid.x                        (batch x row blocks x column blocks)
+//     A tile [bm, bk] and B tile [bk, bn] in shared/local memory, the accumulators
+//     [warps, bm/warps_m/m, bn/warps_n/n, m, n] in registers
+//     every warp: matrix_zero on its tiles
+//     for each k block: all threads copy the A and B tiles (zeros outside the tensors),
+//       barrier, every warp: matrix_mma over its tiles and the block's k steps, barrier
+//     every warp: matrix_store of its tiles into C (clipped at C's edges)
+//
+// Decisions come from the HCD only: the unit's shape and dtypes, warp_size (lanes per
+// warp), max_threads_per_block (warps per block), registers (the accumulator tiles), the
+// staging level's scope and size and shared_memory_per_block (the k block), units (block
+// tiles shrink until every compute unit has work).
+#pragma once
+
+#include "hcd/Hcd.h"
+#include "ir/Kernel.h"
+#include "ir/Loop.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace unitile {
+
+/// One contraction the matrix unit can take.
+struct MatrixSite {
+  size_t statement = 0;
+  std::string output, a, b;           // C and its operands, A the one indexed by i
+  std::string i, j, k;                // C's row and column variables, the reduction
+  std::vector<std::string> batch;     // C's leading index variables
+  std::vector<int64_t> batch_extents;
+  int64_t M = 0, N = 0, K = 0;
+  DType input = DType::F32;           // A's and B's dtype
+  hcd::MatrixUnit unit;               // the HCD's unit that takes it
+  bool tf32 = false;                  // the unit rounds f32 operands to tf32
+};
+
+/// The tiling of a matrix-unit launch: the block tile (bm x bn, k blocks of bk) and the
+/// warps per block along rows and columns; each warp owns (bm / warps_m) x (bn / warps_n).
+struct MatrixTiles {
+  int64_t bm = 0, bn = 0, bk = 0, warps_m = 1, warps_n = 1;
+};
+
+/// The statement writing `output` as a matrix-unit site on `h`, or nullopt with the reason
+/// in `why`. `tf32`: f32 operands may use a unit of precision "tf32" (never otherwise:
+/// rounding an f32 GEMM's operands changes its results, so it is the schedule's choice).
+std::optional<MatrixSite> matrix_site(const Kernel& k, const ShapeBindings& b, const hcd::Hcd& h,
+                                      const std::string& output, bool tf32, std::string* why = nullptr);
+
+/// Every statement of `k` that is a matrix-unit site on `h` at its inputs' own precision.
+std::vector<MatrixSite> matrix_sites(const Kernel& k, const ShapeBindings& b, const hcd::Hcd& h);
+
+/// The analytic tiling for `site` on `h` (see the file comment).
+MatrixTiles matrix_tiles(const MatrixSite& site, const hcd::Hcd& h);
+
+/// Why `t` was chosen (unit, warps, registers, staging memory, tasks): --explain lines.
+std::vector<std::string> matrix_reasons(const MatrixSite& site, const MatrixTiles& t, const hcd::Hcd& h);
+
+/// Replace the launches of the statement writing `output` by one matrix-unit launch.
+/// `tiles` empty: the analytic tiling; else {bm, bn, bk, warps_m, warps_n}. A statement
+/// that is no site, or tiles the unit cannot take, is a UserError saying why.
+LoopProgram matrix_unit(const Kernel& k, const LoopProgram& p, const ShapeBindings& b, const hcd::Hcd& h,
+                        const std::string& output, const std::vector<int64_t>& tiles, bool tf32);
+
+} // namespace unitile
