@@ -672,12 +672,14 @@ AutoSchedule auto_schedule(const Kernel& given, const ShapeBindings& b, const hc
             chunk = f;
             break;
           }
+      // Split even into one chunk: the chunk loop keeps the grid slot, which the scatter
+      // loop may not take.
       std::vector<Primitive> prims;
       Primitive order;
       order.kind = PrimitiveKind::Reorder;
       order.on = c.output;
       std::string inner = v;
-      if (chunk < extent) {
+      {
         Primitive split;
         split.kind = PrimitiveKind::Split;
         split.vars = {v};
@@ -689,8 +691,7 @@ AutoSchedule auto_schedule(const Kernel& given, const ShapeBindings& b, const hc
         inner = split.inner;
       }
       for (const Stmt& l : chain)
-        order.vars.push_back(l->var != v ? l->var : chunk < extent ? v + "_o" : std::string());
-      std::erase(order.vars, std::string());
+        order.vars.push_back(l->var != v ? l->var : v + "_o");
       order.vars.push_back(inner);
       prims.push_back(order);
       Primitive vec;
