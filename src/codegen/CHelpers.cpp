@@ -368,14 +368,7 @@ std::string vector_text(const CDialect& d, DType elem, int lanes) {
     s += fmt::format("static inline {0} {0}_min({0} a, {0} b) {{ return {0}_blend((a != a) | (b != "
                      "b), a + b, {0}_blend(a < b, a, b)); }}\n"
                      "static inline {0} {0}_max({0} a, {0} b) {{ return {0}_blend((a != a) | (b != "
-                     "b), a + b, {0}_blend(a > b, a, b)); }}\n"
-                     // sign as the scalar ut_sign_ gives it (-1, 0 or 1; NaN stays NaN), in
-                     // blends: the scalar form's branches keep GCC from vectorizing its loop.
-                     "static inline {0} {0}_sign({0} x) {{\n"
-                     "  {0} z = {0}_splat(0);\n"
-                     "  return {0}_blend(x > z, {0}_splat(1), {0}_blend(x < z, {0}_splat(-1), "
-                     "{0}_blend(x == z, z, x)));\n"
-                     "}}\n",
+                     "b), a + b, {0}_blend(a > b, a, b)); }}\n",
                      v);
   else
     s += fmt::format(

@@ -186,9 +186,6 @@ public:
             return false;
         return true;
       }
-      // sign of floats: blends (the vector types' _sign helper).
-      if (e->math_fn == MathFn::Sign && is_float(e->type) && e->operands.size() == 1)
-        return value(e->operands[0], e->type);
       if (e->math_fn != MathFn::Min && e->math_fn != MathFn::Max)
         return false;
       return value(e->operands[0], e->type) && value(e->operands[1], e->type);

@@ -2,7 +2,7 @@
 //
 // A vectorized loop qualifies when its body is one or more Stores that are unit-stride in
 // the loop variable, whose values read memory only unit-stride (a vector load) or
-// invariantly (a broadcast), and which use nothing but + - * / min max sign select and casts
+// invariantly (a broadcast), and which use nothing but + - * / min max select and casts
 // on f32/f64/i32/i64 lanes, lane-wise math of f32 (exp/sigmoid/tanh/erf in CHelpers.cpp,
 // the functions of VectorMath.h), logic, comparisons, casts and selects on i8/u8/bool
 // lanes, and in select conditions comparisons of integer indices affine in the loop
