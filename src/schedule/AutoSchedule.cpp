@@ -158,12 +158,11 @@ GemmTiling analytic_gemm_tiling(const GemmSite& site, int64_t batch, const hcd::
   t.ng = balance(site.N, round_up((site.N + best_gn - 1) / best_gn, t.nr), t.nr);
   t.mc = balance(t.mg, std::min(t.mc, t.mg), t.mr);
   t.nc = balance(t.ng, std::min(t.nc, t.ng), t.nr);
-  // Loop order: the one that repeats less packing in one parallel block (same weights).
-  // BLIS order packs B once and A once per nc columns; A outside packs A once and B once
-  // per mc rows. Its B block is used by one A block only, so it is kept in L2 as well.
-  const double blis = double(site.K) * t.ng + 4.0 * double((t.ng + t.nc - 1) / t.nc) * t.mg * site.K;
-  const double a_outer = double((t.mg + t.mc - 1) / t.mc) * site.K * t.ng + 4.0 * double(t.mg) * site.K;
-  t.a_outer = a_outer < blis && t.nc * t.kc * bytes + t.mc * t.kc * bytes <= l2;
+  // A packed once per parallel block where BLIS's order would pack it again for each nc
+  // columns and the whole mg x K panel stays in this core's share of the last cache
+  // level (or in L2 when there is none).
+  const int64_t a_budget = l3 > l2 ? l3 / (2 * std::max(1, h.units)) : l2;
+  t.a_whole = t.ng > t.nc && t.mg * site.K * bytes <= a_budget;
   return t;
 }
 
@@ -324,9 +323,7 @@ std::vector<Primitive> gemm_schedule(const GemmSite& s, const GemmTiling& t) {
   split(j + "_t", t.nr, j + "_m", j + "_r");
   Primitive order = prim(PrimitiveKind::Reorder);
   order.vars = s.batch;
-  static const char* const blis[] = {"i_g", "j_g", "j_o", "k_o", "i_o", "j_m", "i_m", "k_i", "i_r", "j_r"};
-  static const char* const a_outer[] = {"i_g", "j_g", "k_o", "i_o", "j_o", "j_m", "i_m", "k_i", "i_r", "j_r"};
-  for (const char* v : t.a_outer ? a_outer : blis) {
+  for (const char* v : {"i_g", "j_g", "j_o", "k_o", "i_o", "j_m", "i_m", "k_i", "i_r", "j_r"}) {
     std::string name = v;
     char which = name[0];
     std::string base = which == 'i' ? i : which == 'j' ? j : k;
@@ -348,16 +345,15 @@ std::vector<Primitive> gemm_schedule(const GemmSite& s, const GemmTiling& t) {
   Primitive par = prim(PrimitiveKind::Parallel);
   par.vars = {task};
   out.push_back(par);
-  // BLIS order: B at k_o (once per kc x nc block), then A at i_o (once per mc x kc
-  // block). A outside: A at i_o (once per mc x kc block), then B at j_o (per A block).
-  const std::vector<char> roles = t.a_outer ? std::vector<char>{'a', 'b'} : std::vector<char>{'b', 'a'};
-  for (char role : roles)
+  // B at k_o (once per kc x nc block), then A at i_o (once per mc x kc block), or A at
+  // the parallel block's loop (once per block, a_whole).
+  for (char role : {'b', 'a'})
     for (size_t n = 0; n < s.operands.size(); ++n) {
       if (n >= s.roles.size() || s.roles[n] != role || !(role == 'a' ? t.pack_a : t.pack_b)) continue;
       Primitive st = prim(PrimitiveKind::Stage);
       st.buffer = s.operands[n];
       st.scope = MemScope::Local;
-      st.at = role == 'a' ? i + "_o" : t.a_outer ? j + "_o" : k + "_o";
+      st.at = role == 'a' ? (t.a_whole ? task : i + "_o") : k + "_o";
       out.push_back(st);
     }
   Primitive mk = prim(PrimitiveKind::MicroKernel);
@@ -546,11 +542,11 @@ AutoSchedule auto_schedule(const Kernel& given, const ShapeBindings& b, const hc
     a.reasons.push_back(fmt::format("  threads: {} parallel blocks of {}x{}{} over {} compute units (B packed {} "
                                     "times, A {} times per kc)",
                                     tasks, t.mg, t.ng, site.batch.empty() ? "" : " per batch", h.units,
-                                    ((site.M + t.mg - 1) / t.mg) * (t.a_outer ? (t.mg + t.mc - 1) / t.mc : 1),
-                                    ((site.N + t.ng - 1) / t.ng) * (t.a_outer ? 1 : (t.ng + t.nc - 1) / t.nc)));
-    if (t.a_outer)
-      a.reasons.push_back("  loop order: A's block outside B's (k_o, i_o, j_o), which repeats less packing here "
-                          "than BLIS's (j_o, k_o, i_o)");
+                                    (site.M + t.mg - 1) / t.mg,
+                                    ((site.N + t.ng - 1) / t.ng) * (t.a_whole ? 1 : (t.ng + t.nc - 1) / t.nc)));
+    if (t.a_whole)
+      a.reasons.push_back(fmt::format("  A packed once per parallel block ({}x{}, {}) instead of once per nc columns",
+                                      t.mg, site.K, kib(t.mg * site.K * bytes)));
     // A local result mapped elementwise by the next statement: the map runs on the
     // finished tiles in this launch (Epilogue.cpp) and the local is never stored.
     const TensorDecl* out = k.find_tensor(site.output);

@@ -20,11 +20,10 @@ struct GemmTiling {
   int64_t nc = 0;         // columns of a packed B block (kc x nc, in L3, or L2 when M is one block)
   int64_t mg = 0, ng = 0; // the output block of one parallel task: mc x nc blocks, BLIS order
   bool pack_a = true, pack_b = true;
-  // Loop order. false: BLIS's (j_o, k_o, i_o: B packed once per kc x nc block, A once per
-  // mc x kc block and nc columns). true: A's block outside (k_o, i_o, j_o: A packed once,
-  // B once per kc x nc block and A block), which packs least when M is one or two A
-  // blocks and N is wide (128 x 50257 x 768 packs A 197 times in BLIS order, once here).
-  bool a_outer = false;
+  // A packed once per parallel block, mg x K (at the block's loop), instead of once per
+  // mc x kc block and nc columns: where BLIS's order would pack A again for every nc
+  // columns (128 x 50257 x 768 packs A 50 times per block in BLIS order, once this way).
+  bool a_whole = false;
 };
 
 struct AutoSchedule {

@@ -50,7 +50,7 @@ Schedule replace_block(const Schedule& s, size_t at, size_t length,
 using TilingId =
     std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, bool, bool, bool>;
 TilingId id_of(const GemmTiling& t) {
-  return {t.mr, t.nr, t.kc, t.mc, t.nc, t.mg, t.ng, t.pack_a, t.pack_b, t.a_outer};
+  return {t.mr, t.nr, t.kc, t.mc, t.nc, t.mg, t.ng, t.pack_a, t.pack_b, t.a_whole};
 }
 
 int64_t round_up(int64_t x, int64_t m) {
@@ -96,7 +96,7 @@ std::vector<GemmTiling> neighbours(const GemmTiling& t, const GemmSite& s, int l
   add([](GemmTiling& n) { n.ng /= 2; });
   add([](GemmTiling& n) { n.pack_a = !n.pack_a; });
   add([](GemmTiling& n) { n.pack_b = !n.pack_b; });
-  add([](GemmTiling& n) { n.a_outer = !n.a_outer; });
+  add([](GemmTiling& n) { n.a_whole = !n.a_whole; });
   return out;
 }
 
