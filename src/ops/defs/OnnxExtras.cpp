@@ -181,7 +181,10 @@ void emit_eye_like(OpContext& ctx) {
   }
   ctx.input("X"); // its shape only
   ctx.output("Y", dt, x.shape);
-  const std::string one = dt == DType::Bool ? "true" : "1", zero = dt == DType::Bool ? "false" : "0";
+  // The literals in the output's own type: an untyped 1 : 0 is i64, and its conversion to
+  // f32 lanes costs more than the select.
+  const std::string one = dt == DType::Bool ? "true" : dtype_text(dt) + "(1)",
+                    zero = dt == DType::Bool ? "false" : dtype_text(dt) + "(0)";
   ctx.stmt("Y[i0, i1] = i1 - i0 == " + std::to_string(ctx.attr_int("k")) + " ? " + one + " : " +
            zero);
 }
