@@ -1701,6 +1701,18 @@ private:
     std::string vt = helpers_.need_vector(want, lanes);
     if (!uses_var(e, var))
       return fmt::format("{}_splat({})", vt, strip_parens(converted(e, want)));
+    if (is_integer(e->type) && e->kind != ExprKind::Access) {
+      if (std::optional<int64_t> slope = affine_coefficient(e, var)) {
+        // lane k: lane 0's value plus slope * k (VectorLoop.cpp's iota).
+        std::string offsets;
+        for (int k = 0; k < lanes; ++k)
+          offsets += fmt::format("{}{}", k ? ", " : "", *slope * k);
+        const std::string lane_offsets = d_.vector_syntax == VectorSyntax::OpenCL
+                                             ? fmt::format("({})({})", vt, offsets)
+                                             : fmt::format("({}){{{}}}", vt, offsets);
+        return fmt::format("({}_splat({}) + {})", vt, strip_parens(converted(e, want)), lane_offsets);
+      }
+    }
     switch (e->kind) {
     case ExprKind::Access: {
       const BufferView& b = buffer(e->name);
@@ -1754,6 +1766,14 @@ private:
     }
     case ExprKind::Cast: {
       DType from = e->operands[0]->type;
+      // An i64 index converted to float: in i32 lanes where its range fits (AVX2 has no
+      // i64 -> f32 vector conversion; GCC would convert lane by lane).
+      if (is_float(e->type) && from == DType::I64 && e->operands[0]->kind != ExprKind::Access &&
+          affine_coefficient(e->operands[0], var)) {
+        std::optional<Interval> r = bounds_of(e->operands[0], env_);
+        if (r && r->lo >= INT32_MIN && r->hi <= INT32_MAX)
+          from = DType::I32;
+      }
       std::string x = vexpr(e->operands[0], from, var, lanes);
       if (half_type(e->type) && e->type != from) // to f16/bf16: f32 lanes, rounded
         x = fmt::format("{}_round({})", helpers_.need_half_lanes(e->type, lanes),

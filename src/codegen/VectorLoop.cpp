@@ -122,6 +122,10 @@ public:
       return false;
     if (!uses_var(e, var_))
       return true; // broadcast
+    // An integer value affine in the loop variable (an iota: range, the windows' sample
+    // position): lane 0's value plus the slope times each lane's number.
+    if (is_integer(e->type) && e->kind != ExprKind::Access && affine_coefficient(e, var_))
+      return (want == DType::I32 || want == DType::I64) && is_integer(e->type);
     switch (e->kind) {
     case ExprKind::Access: {
       auto b = buffers_(e->name);
