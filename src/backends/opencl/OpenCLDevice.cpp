@@ -13,10 +13,16 @@
 //  - Binary: the program binary clGetProgramInfo returns; load rebuilds from it.
 //  - Launch: grid x block work-items in work-groups of `block`; timer: device-timed
 //    markers (CL_PROFILING_COMMAND_END of each).
+//  - PoCL's kernel cache: one directory per live process (see pocl_cache_slot).
 #define CL_TARGET_OPENCL_VERSION 120
 #include <CL/cl.h>
 
 #include "unitile/device.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -107,7 +113,44 @@ std::string with_value(std::string toml, const std::string& key, const std::stri
   return toml.replace(start, end - start, value);
 }
 
+// PoCL's program binary is its cache directory for the program, serialized: built while
+// another process writes work-group functions into that shared directory, it carries
+// their files, half-written ones too, and the runtime's kernel cache keeps it (a kernel
+// then fails to load until that cache is cleared). So each live process gets a cache
+// directory no other live process uses: the first of $UNITILE_CACHE_DIR/pocl/N (else
+// ~/.cache/unitile/pocl/N) whose lock it can take, held until exit, so later processes
+// reuse a warm one. A POCL_CACHE_DIR set by the user is left alone.
+void pocl_cache_slot() {
+  if (std::getenv("POCL_CACHE_DIR"))
+    return;
+  std::string base;
+  if (const char* u = std::getenv("UNITILE_CACHE_DIR"); u && *u)
+    base = std::string(u) + "/pocl";
+  else if (const char* h = std::getenv("HOME"); h && *h)
+    base = std::string(h) + "/.cache/unitile/pocl";
+  else
+    return;
+  for (size_t at = base.find('/', 1);; at = base.find('/', at + 1)) {
+    mkdir(base.substr(0, at).c_str(), 0755); // mkdir -p; failures show at open below
+    if (at == std::string::npos)
+      break;
+  }
+  for (int slot = 0; slot < 64; ++slot) {
+    std::string dir = base + "/" + std::to_string(slot);
+    int fd = open((dir + ".lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0)
+      return;
+    if (flock(fd, LOCK_EX | LOCK_NB) == 0) { // fd stays open: the lock lives until exit
+      mkdir(dir.c_str(), 0755);
+      setenv("POCL_CACHE_DIR", dir.c_str(), 1);
+      return;
+    }
+    close(fd);
+  }
+}
+
 void open_device(Device& d) {
+  pocl_cache_slot();
   cl_uint n = 0;
   cl_int rc = clGetPlatformIDs(0, nullptr, &n);
   if (rc != CL_SUCCESS || n == 0) {
