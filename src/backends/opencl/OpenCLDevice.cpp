@@ -104,9 +104,10 @@ template <typename T> T device_value(cl_device_id d, cl_device_info what) {
   return v;
 }
 
-// `toml` with the value of the first line `key = ...` replaced by `value`.
-std::string with_value(std::string toml, const std::string& key, const std::string& value) {
-  size_t at = toml.find("\n" + key + " = ");
+// `toml` with the value of the first line `key = ...` (after the text `after`) replaced.
+std::string with_value(std::string toml, const std::string& key, const std::string& value,
+                       const std::string& after = "") {
+  size_t at = toml.find("\n" + key + " = ", after.empty() ? 0 : toml.find(after));
   if (at == std::string::npos)
     return toml;
   size_t start = at + key.size() + 4, end = toml.find('\n', start);
@@ -201,6 +202,8 @@ void open_device(Device& d) {
                    "[" + std::to_string(d.max_item[0]) + ", " + std::to_string(d.max_item[1]) +
                        ", " + std::to_string(d.max_item[2]) + "]");
   hcd = with_value(hcd, "shared_memory_per_block", std::to_string(d.local_mem));
+  if (cl_ulong llc = device_value<cl_ulong>(d.device, CL_DEVICE_GLOBAL_MEM_CACHE_SIZE))
+    hcd = with_value(hcd, "size", "\"" + std::to_string(llc) + "B\"", "name = \"L3\"");
   cl_uint float_width = device_value<cl_uint>(d.device, CL_DEVICE_PREFERRED_VECTOR_WIDTH_FLOAT);
   if (float_width > 0)
     hcd = with_value(hcd, "vector_bits", std::to_string(32 * float_width));
