@@ -24,6 +24,9 @@ ATTN_N="${ATTN_N:-1024}"
 ATTN_D="${ATTN_D:-64}"
 REPEAT="${REPEAT:-10}"
 DEVICE="${GPU_CHECK_DEVICE:-cuda}"
+# numpy (tf32 inputs) and torch (baselines): $PYTHON, else the project's venv, else python3.
+PY="${PYTHON:-python3}"
+[[ -z "${PYTHON:-}" && -x "$ROOT/.venv/bin/python" ]] && PY="$ROOT/.venv/bin/python"
 WORK="$(mktemp -d)"
 trap 'rm -rf "$WORK"' EXIT
 export UNITILE_CACHE_DIR="$WORK/cache"
@@ -74,7 +77,7 @@ for f in tests/lit/diff/*.ut tests/lit/diff/*.loop; do
     cmd="${cmd//--device %devices/--device $DEVICE}"
     cmd="${cmd//--device cpu/--device $DEVICE}"
     cmd="${cmd//--device opencl/--device $DEVICE}"
-    cmd="${cmd//%python/python3}"
+    cmd="${cmd//%python/$PY}"
     if out="$(timeout 120 bash -c "$cmd" 2>&1)" && grep -q 'check: ok' <<<"$out" && ! grep -q 'check: FAILED' <<<"$out"; then
       passed=$((passed + 1))
     elif [[ "$DEVICE" != cuda ]] && grep -q 'does not fit device' <<<"$out"; then
@@ -107,7 +110,7 @@ tc_check() { # NAME FILE [INPUT FLAGS...]
 }
 sed "s/DTYPE/bf16/g" bench/cuda/gemm.ut >"$WORK/gemm-check-bf16.ut"
 tc_check gemm-bf16 "$WORK/gemm-check-bf16.ut"
-if python3 -c "import numpy as np; r = np.random.default_rng(5)
+if "$PY" -c "import numpy as np; r = np.random.default_rng(5)
 for x, shape in (('a', (250, 200)), ('b', (200, 260))): np.save('$WORK/tf32-' + x + '.npy', (r.integers(-64, 64, shape) / 64).astype(np.float32))" 2>"$WORK/err"; then
   tc_check gemm-tf32 bench/cuda/gemm-tf32.ut --input "A=$WORK/tf32-a.npy" --input "B=$WORK/tf32-b.npy"
 else
@@ -133,7 +136,7 @@ mine[gemm-tf32]="$(unitile_ms bench/cuda/gemm-tf32.ut "M=$GEMM_N,K=$GEMM_N,N=$GE
 mine[gemm-bf16]="$(unitile_ms "$WORK/gemm-bf16.ut" "M=$GEMM_N,K=$GEMM_N,N=$GEMM_N")"
 mine[attention-f32]="$(unitile_ms examples/attention.ut "N=$ATTN_N,D=$ATTN_D")"
 
-baselines="$(timeout 180 python3 bench/cuda/baselines.py "$GEMM_N" "$ATTN_N" "$ATTN_D" "$REPEAT" 2>&1)"
+baselines="$(timeout 180 "$PY" bench/cuda/baselines.py "$GEMM_N" "$ATTN_N" "$ATTN_D" "$REPEAT" 2>&1)"
 grep -E '^(#|skip:)' <<<"$baselines"
 printf '%-15s %14s %14s %10s\n' kernel unitile_ms baseline_ms ratio
 for k in gemm-f32 gemm-tf32 gemm-bf16 attention-f32; do
