@@ -1532,8 +1532,11 @@ private:
         return std::nullopt;
       // A local f16/bf16 allocation that holds floats (a widened GEMM's packed panels)
       // is an f32 array to the vector code.
-      if (it->second.holds_compute_type)
+      if (it->second.holds_compute_type) {
+        if (d_.vector_syntax != VectorSyntax::Gcc)
+          return std::nullopt; // the half-lane helpers are the C dialect's
         return VectorBufferInfo{DType::F32, &it->second.shape};
+      }
       return VectorBufferInfo{it->second.dtype, &it->second.shape};
     };
     auto stores = vector_loop_stores(s, lookup, d_.vector_syntax == VectorSyntax::Gcc);
