@@ -113,7 +113,7 @@ Session::Built Session::build(const Kernel& given, const ShapeBindings& b,
   Schedule chosen;
   std::string origin;
   std::vector<std::string> reasons;
-  std::optional<LoopProgram> tuned; // the lowered tuned schedule, when one was found and lowers
+  std::optional<LoopProgram> tuned; // the chosen schedule already lowered (tuned, or the auto-scheduler's)
   if (schedule) {
     chosen = *schedule;
     origin = schedule->empty() ? "default" : "given";
@@ -139,6 +139,7 @@ Session::Built Session::build(const Kernel& given, const ShapeBindings& b,
       chosen = a.schedule;
       reasons.insert(reasons.end(), a.reasons.begin(), a.reasons.end());
       origin = "auto";
+      if (!chosen.empty() && a.program) tuned = std::move(a.program); // lowered already
     }
   }
   LoopProgram program = tuned             ? std::move(*tuned)

@@ -370,11 +370,25 @@ std::vector<Primitive> gemm_schedule(const GemmSite& s, const GemmTiling& t) {
 AutoSchedule auto_schedule(const Kernel& given, const ShapeBindings& b, const hcd::Hcd& h) {
   AutoSchedule a;
   Schedule& s = a.schedule;
+  // The last schedule lowered and its program: a step that changed nothing since is
+  // not lowered again (lowering a GEMM takes about a millisecond, and a cache hit's
+  // whole cost is this scheduler's).
+  std::string last_json;
+  std::optional<LoopProgram> last;
+  auto lower = [&](const Schedule& x) -> LoopProgram {
+    std::string json = to_json(x);
+    if (last && json == last_json) return *last;
+    last.reset();
+    LoopProgram p = lower_scheduled(given, b, h, x);
+    last = p;
+    last_json = std::move(json);
+    return p;
+  };
   auto try_add = [&](const std::vector<Primitive>& prims) {
     Schedule trial = s;
     trial.primitives.insert(trial.primitives.end(), prims.begin(), prims.end());
     try {
-      lower_scheduled(given, b, h, trial);
+      lower(trial);
     } catch (const UserError&) {
       return false;
     }
@@ -590,7 +604,7 @@ AutoSchedule auto_schedule(const Kernel& given, const ShapeBindings& b, const hc
   // A slice's reduction whose terms the next loop computes again (softmax's exps): on a
   // CPU the reduction keeps them in a row buffer that fits half of L1 (next to the
   // slice itself) and the map reads them (KeepTerms.cpp).
-  LoopProgram p = lower_scheduled(given, b, h, s);
+  LoopProgram p = lower(s);
   if (h.kind == hcd::DeviceKind::Cpu) {
     for (const LoopFunc& f : p.funcs) {
       const Stmt& loop = f.body;
@@ -631,7 +645,7 @@ AutoSchedule auto_schedule(const Kernel& given, const ShapeBindings& b, const hc
         break;
       }
     }
-    p = lower_scheduled(given, b, h, s);
+    p = lower(s);
   }
   // Scatters whose unit-stride output index is a plain loop (`dW[Idx[i], d] += dY[i, d]`,
   // the gradients of embedding, gather, index_select): lowered, the spatial `d` is the
@@ -716,7 +730,7 @@ AutoSchedule auto_schedule(const Kernel& given, const ShapeBindings& b, const hc
                                                                      extent / chunk, chunk)
                                                        : std::string()));
     }
-    p = lower_scheduled(given, b, h, s);
+    p = lower(s);
   }
   // Everything else: the outermost spatial loop in parallel.
   for (const LoopFunc& f : p.funcs) {
@@ -739,7 +753,7 @@ AutoSchedule auto_schedule(const Kernel& given, const ShapeBindings& b, const hc
   // Maps whose only loop is on the grid (a 1-D elementwise map): on a CPU a block is a
   // call on one core, so one element per block is all call overhead; the loop is split
   // into chunks (the grid runs them in parallel) whose inner loop is vectorized.
-  p = lower_scheduled(given, b, h, s);
+  p = lower(s);
   if (h.kind == hcd::DeviceKind::Cpu) {
     for (const LoopFunc& f : p.funcs) {
       const Stmt& loop = f.body;
@@ -773,7 +787,7 @@ AutoSchedule auto_schedule(const Kernel& given, const ShapeBindings& b, const hc
   }
   // Reductions into a register accumulator along a unit-stride loop: one partial result
   // per vector lane (VectorizeReduction.cpp), so the loop runs at vector width.
-  p = lower_scheduled(given, b, h, s);
+  p = lower(s);
   std::set<std::pair<std::string, std::string>> vectorized;
   for (const LoopFunc& f : p.funcs) {
     std::string out;
@@ -810,7 +824,7 @@ AutoSchedule auto_schedule(const Kernel& given, const ShapeBindings& b, const hc
   // further out) that two passes or more read.
   if (h.kind == hcd::DeviceKind::Cpu) {
     const int64_t l2_bytes = cache_sizes(h).second;
-    p = lower_scheduled(given, b, h, s);
+    p = lower(s);
     for (const LoopFunc& f : p.funcs) {
       const Stmt& loop = f.body;
       if (loop->kind != StmtKind::For || loop->for_kind != ForKind::GridX || !const_int_value(loop->extent))
@@ -873,7 +887,7 @@ AutoSchedule auto_schedule(const Kernel& given, const ShapeBindings& b, const hc
     std::set<std::string> gemm_outputs;
     for (size_t n : gemm_statements)
       if (n < k.body.size()) gemm_outputs.insert(k.body[n].output);
-    p = lower_scheduled(given, b, h, s);
+    p = lower(s);
     for (const LoopBuffer& buf : p.buffers) {
       int64_t bytes = dtype_bytes(buf.dtype);
       for (int64_t d : buf.shape) bytes *= d;
@@ -905,6 +919,7 @@ AutoSchedule auto_schedule(const Kernel& given, const ShapeBindings& b, const hc
   }
   if (a.reasons.empty()) a.reasons.push_back("default schedule: nothing to block or fuse");
   a.reasons.push_back(fmt::format("vector width: {} bits ({} f32 lanes)", h.vector_bits, h.lanes_for(DType::F32)));
+  if (last && last_json == to_json(s)) a.program = std::move(last);
   return a;
 }
 

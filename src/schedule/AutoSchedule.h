@@ -5,8 +5,10 @@
 
 #include "hcd/Hcd.h"
 #include "ir/Kernel.h"
+#include "ir/Loop.h"
 #include "schedule/Schedule.h"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,6 +33,9 @@ struct AutoSchedule {
   /// Why: one line per decision (working set per memory level, vector width, registers
   /// used, threads), for `unitile compile --explain`.
   std::vector<std::string> reasons;
+  /// `schedule` already lowered (the scheduler lowers every step it tries), so a caller
+  /// need not lower it again; unset when the last lowering was of another schedule.
+  std::optional<LoopProgram> program;
 };
 
 /// Choose the schedule of `k` under bindings `b` for `hcd`.
