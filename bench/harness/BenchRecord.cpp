@@ -55,6 +55,7 @@ nlohmann::json to_json(const BenchRecord& r) {
       {"max_abs_err", optional_number(r.max_abs_err)},
       {"tolerance", r.tolerance},
       {"runs", r.runs},
+      {"schedule", r.schedule},
   };
 }
 
@@ -70,6 +71,7 @@ void print_report(std::ostream& os, const std::vector<BenchRecord>& records) {
                                 : "";
     std::string status = status_name(r.status);
     if (!r.note.empty() && r.status != RecordStatus::Ok) status += ": " + r.note;
+    if (r.status == RecordStatus::Ok && r.schedule == "tuned") status += " (tuned schedule)";
     os << fmt::format("{:<10} {:<24} {:<5} {:>3} {:>11} {:<9} {:>11} {:>7} {:>15}  {}\n", r.op,
                       r.shape, r.dtype, r.threads, cell(timed ? r.unitile_ms : std::nullopt, "{:.3f}"),
                       r.baseline, cell(r.baseline_ms, "{:.3f}"), cell(r.ratio(), "{:.3f}"), gbs, status);

@@ -33,6 +33,7 @@ struct BenchRecord {
   std::optional<double> max_abs_err;
   std::string tolerance; // "rtol=1e-4 atol=6.4e-3"
   int runs = 0;          // timed runs behind each median
+  std::string schedule;  // where Unitile's schedule came from: "auto", "tuned", "kernel", ...
 
   /// baseline_ms / unitile_ms when both exist (above 1: Unitile is faster).
   std::optional<double> ratio() const;

@@ -68,6 +68,7 @@ BenchRunner::BenchRunner(BenchOptions options, std::ostream& progress)
     : options_(std::move(options)), progress_(progress) {
   session_ = std::make_unique<Session>(open_device("cpu"),
                                        std::make_shared<KernelCache>(KernelCache::default_dir()));
+  if (options_.schedule_lookup) session_->set_schedule_lookup(options_.schedule_lookup);
 }
 
 const BaselineLibrary* BenchRunner::library(const std::string& name, std::string* why) {
@@ -125,6 +126,9 @@ void BenchRunner::add_record(BenchRecord r) {
 
 void BenchRunner::run_case(const BenchCase& c) {
   const int repeat = options_.repeat;
+  // Unitile's result first (compiled through the ordinary runtime path).
+  auto compiled = session_->compile(*c.kernel, c.bindings);
+  const std::string schedule_origin = compiled->schedule_origin;
   auto base_record = [&](const BaselineSpec& b) {
     BenchRecord r;
     r.op = c.op;
@@ -133,11 +137,10 @@ void BenchRunner::run_case(const BenchCase& c) {
     r.threads = options_.threads;
     r.baseline = b.record_name;
     r.tolerance = tolerance_text(c.tolerance);
+    r.schedule = schedule_origin;
     return r;
   };
 
-  // Unitile's result first (compiled through the ordinary runtime path).
-  auto compiled = session_->compile(*c.kernel, c.bindings);
   const std::map<std::string, Tensor> inputs = complete_inputs(*c.kernel, c.bindings, {}, options_.seed);
   const Clock::time_point first_start = Clock::now();
   RunResult first = session_->run(*compiled, inputs, c.params, 0);

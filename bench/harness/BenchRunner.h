@@ -38,6 +38,9 @@ struct BenchOptions {
   // When set, each case's Unitile kernel runs `repeat` more times under this profiler
   // after it was timed (so the timed numbers carry no profiling overhead).
   profile::Profiler* profiler = nullptr;
+  // Consulted before the auto-scheduler (the tuning database, as every other compile
+  // does); empty: the auto-scheduler's schedules only (`--no-tuned`).
+  ScheduleLookup schedule_lookup;
 };
 
 /// One baseline of a case.

@@ -12,7 +12,8 @@ above 1 means Unitile is faster. Ops without a case here are listed as `no case`
 sweep always names every op.
 
 A backward op's PyTorch side is autograd's backward pass on a graph built once (see
-backward()); a view op's is a materialised copy (see copy()).
+backward()), with gradients that autograd returns as views or aliases written out (see
+materialise()); a view op's is a materialised copy (see copy()).
 """
 import argparse
 import json
@@ -137,8 +138,26 @@ def backward(forward, wrt, grads, outs):
             cache.update(inputs=i, leaves=leaves, ys=ys if isinstance(ys, (list, tuple)) else (ys,))
         gs = torch.autograd.grad(cache["ys"], [cache["leaves"][k] for k in wrt], [i[g] for g in grads],
                                  retain_graph=True)
-        return dict(zip(outs, gs))
+        seen = {x.storage().data_ptr() for x in i.values() if isinstance(x, torch.Tensor)}
+        return {name: materialise(g, seen) for name, g in zip(outs, gs)}
     return run
+
+
+def materialise(t, seen):
+    """Autograd hands back views where it can: the gradient of reshape, squeeze, identity or
+    add_n is the incoming gradient itself (the same tensor for every input of add_n), of
+    concat a strided slice of it, of a sum an expansion with stride 0. Such a result costs
+    PyTorch nothing and is not the gradient written out. Unitile's op writes each result,
+    as a kernel in a training step must, so a view, or an alias of an input or of an
+    earlier result, is copied here (inside the timed call); a gradient that autograd wrote
+    into a buffer of its own is returned as it is. `seen` holds the storages of the inputs
+    and of the results returned so far."""
+    if not t.is_contiguous():
+        t = t.contiguous()
+    elif t.storage().data_ptr() in seen:
+        t = t.clone()
+    seen.add(t.storage().data_ptr())
+    return t
 
 
 def unary_grad(fn, domain="any"):

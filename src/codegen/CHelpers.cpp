@@ -414,6 +414,77 @@ void CHelperSet::need(std::string_view name) {
     need(d);
 }
 
+// f16 / bf16 lanes as f32 vectors (CHelperSet::need_half_lanes), branch-free versions of
+// the scalar conversions above that give the same bits for every input:
+// - f16 -> f32: normal numbers rebias the exponent (+112); exponent 31 keeps the payload
+//   under an all-ones exponent; zeros and subnormals are m * 2^-24, exact in f32.
+// - f32 -> f16, round to nearest even: NaN keeps the top of its payload and goes quiet;
+//   |f| >= 65520 overflows to inf; normal results round like the scalar code (add 0xfff
+//   plus the kept bit's parity, shift by 13); smaller ones are |f| + 0.5, whose low
+//   mantissa bits are then the subnormal half rounded by the FPU's own nearest-even add.
+// - bf16: the high half of the f32 bits, NaN made quiet, others rounded to nearest even.
+static std::string half_lanes_text(const CDialect& d, DType elem, int lanes) {
+  UT_INTERNAL_ASSERT(d.vector_syntax == VectorSyntax::Gcc,
+                     "half lanes need GCC vector syntax, not dialect " + std::string(d.name));
+  const std::string n = std::to_string(lanes), f = vector_type_name(DType::F32, lanes);
+  const std::string h = "ut_v" + n + "u16", u = "ut_v" + n + "u32";
+  const std::string name = "ut_v" + n + (elem == DType::F16 ? "f16" : "bf16");
+  std::string s = fmt::format(
+      "#ifndef UT_HAVE_{0}\n#define UT_HAVE_{0}\ntypedef uint16_t {0} __attribute__((vector_size({2})));\n#endif\n"
+      "#ifndef UT_HAVE_{1}\n#define UT_HAVE_{1}\ntypedef uint32_t {1} __attribute__((vector_size({3})));\n#endif\n",
+      h, u, 2 * lanes, 4 * lanes);
+  std::string unpack, pack;
+  if (elem == DType::F16) {
+    unpack = fmt::format(R"(static inline {0} {2}_unpack({3} v) {{
+  {1} x = __builtin_convertvector(v, {1});
+  {1} sign = (x & 0x8000u) << 16, em = x & 0x7fffu, e = em >> 10;
+  {1} normal = (em << 13) + (112u << 23), special = (em << 13) | 0x7f800000u;
+  {0} tiny = __builtin_convertvector(em, {0}) * 5.9604644775390625e-8f;
+  {1} r = ({1})(e == 0u) & ({1})tiny;
+  r |= ({1})(e == 31u) & special;
+  r |= ({1})((e != 0u) & (e != 31u)) & normal;
+  return ({0})(r | sign);
+}}
+)",
+                         f, u, name, h);
+    pack = fmt::format(R"(static inline {3} {2}_pack({0} v) {{
+  {1} x = ({1})v, a = x & 0x7fffffffu, sign = (x >> 16) & 0x8000u;
+  {1} rn = a - 0x38000000u;
+  rn = (rn + 0xfffu + ((rn >> 13) & 1u)) >> 13;
+  {1} sub = ({1})(({0})a + 0.5f) - 0x3f000000u;
+  {1} r = ({1})(a < 0x38800000u) & sub;
+  r |= ({1})((a >= 0x38800000u) & (a < 0x47800000u)) & rn;
+  r |= ({1})((a >= 0x47800000u) & (a <= 0x7f800000u)) & 0x7c00u;
+  r |= ({1})(a > 0x7f800000u) & (0x7e00u | ((a >> 13) & 0x3ffu));
+  return __builtin_convertvector(r | sign, {3});
+}}
+)",
+                       f, u, name, h);
+  } else {
+    unpack = fmt::format("static inline {0} {2}_unpack({3} v) {{ return ({0})(__builtin_convertvector(v, {1}) << 16); }}\n",
+                         f, u, name, h);
+    pack = fmt::format(R"(static inline {3} {2}_pack({0} v) {{
+  {1} x = ({1})v;
+  {1} r = (x + 0x7fffu + ((x >> 16) & 1u)) >> 16;
+  {1} nan = ({1})((x & 0x7fffffffu) > 0x7f800000u);
+  r = (r & ~nan) | (((x >> 16) | 0x40u) & nan);
+  return __builtin_convertvector(r, {3});
+}}
+)",
+                       f, u, name, h);
+  }
+  s += unpack + pack;
+  s += fmt::format(
+      "static inline {0} {1}_load(const uint16_t* p) {{ {2} v; memcpy(&v, p, sizeof v); return {1}_unpack(v); }}\n"
+      "static inline void {1}_store(uint16_t* p, {0} x) {{ {2} v = {1}_pack(x); memcpy(p, &v, sizeof v); }}\n"
+      "static inline {0} {1}_round({0} x) {{ return {1}_unpack({1}_pack(x)); }}\n",
+      f, name, h);
+  constexpr std::string_view kQualifier = "static inline";
+  for (size_t p = 0; (p = s.find(kQualifier, p)) != std::string::npos; p += d.helper_qualifier.size())
+    s.replace(p, kQualifier.size(), d.helper_qualifier);
+  return s;
+}
+
 std::string CHelperSet::need_vector(DType elem, int lanes) {
   UT_INTERNAL_ASSERT(dtype_ctype(elem) != nullptr,
                      "no vector type for " + std::string(dtype_name(elem)));
@@ -421,6 +492,14 @@ std::string CHelperSet::need_vector(DType elem, int lanes) {
                      "vector lanes must be a power of two");
   vectors_.insert({static_cast<int>(elem), lanes});
   return vector_type_name(elem, lanes);
+}
+
+std::string CHelperSet::need_half_lanes(DType elem, int lanes) {
+  UT_INTERNAL_ASSERT(elem == DType::F16 || elem == DType::BF16,
+                     "no half lanes of " + std::string(dtype_name(elem)));
+  need_vector(DType::F32, lanes);
+  halves_.insert({static_cast<int>(elem), lanes});
+  return fmt::format("ut_v{}{}", lanes, elem == DType::F16 ? "f16" : "bf16");
 }
 
 std::string CHelperSet::need_lane_math(DType elem, int lanes, MathFn fn) {
@@ -473,6 +552,8 @@ std::string CHelperSet::text(const CDialect& d) const {
   }
   for (const auto& [type, names] : lane_math_)
     s += lane_math_text(d, static_cast<DType>(type.first), type.second, names);
+  for (auto [elem, lanes] : halves_)
+    s += half_lanes_text(d, static_cast<DType>(elem), lanes);
   return s;
 }
 

@@ -33,6 +33,12 @@ public:
   /// Request the lane-wise math helper `fn` (VectorMath.h) of that vector type, which
   /// it also requests; returns the helper's name, e.g. "ut_v8f32_log1p".
   std::string need_lane_math(DType elem, int lanes, MathFn fn);
+  /// Request the conversions between `lanes` f16 or bf16 elements in memory and a vector
+  /// of f32 (GCC vector syntax only): `<name>_load(const uint16_t*)` and `<name>_round(v)`
+  /// give f32 vectors, `<name>_store(uint16_t*, v)` rounds to nearest even, each exactly
+  /// as the scalar ut_f16_to_f32 / ut_f32_to_f16 (bf16 likewise). Also requests the f32
+  /// vector type; returns the name, e.g. "ut_v8f16".
+  std::string need_half_lanes(DType elem, int lanes);
   bool empty() const { return scalars_.empty() && vectors_.empty(); }
   /// C definitions of everything requested (dependencies first), in a fixed order, as
   /// dialect `d` declares them (its helper qualifier and its own definitions of some).
@@ -43,6 +49,7 @@ private:
   std::set<std::pair<int, int>> vectors_; // (dtype, lanes)
   bool stream_ = false;
   std::map<std::pair<int, int>, std::set<std::string>> lane_math_; // (dtype, lanes) -> names
+  std::set<std::pair<int, int>> halves_;                             // (f16 or bf16, lanes)
 };
 
 /// Name of the vector type of `lanes` elements of `elem`: ut_v<lanes><dtype>.

@@ -1018,7 +1018,8 @@ private:
   // dialects that allow it (vector_tiles_with_scalar_access).
   int register_tile_lanes(const StmtNode& a) {
     if (a.scope != MemScope::Register || d_.vector_syntax == VectorSyntax::None ||
-        !vector_lane_type(a.dtype) || byte_lane_type(a.dtype) || a.shape.empty())
+        !vector_lane_type(a.dtype) || byte_lane_type(a.dtype) || half_type(a.dtype) ||
+        a.shape.empty())
       return 0;
     int lanes = hcd_.lanes_for(a.dtype);
     if (lanes < 2 || (lanes & (lanes - 1)) != 0 || lanes > d_.max_vector_lanes ||
@@ -1531,7 +1532,7 @@ private:
         return std::nullopt;
       return VectorBufferInfo{it->second.dtype, &it->second.shape};
     };
-    auto stores = vector_loop_stores(s, lookup);
+    auto stores = vector_loop_stores(s, lookup, d_.vector_syntax == VectorSyntax::Gcc);
     if (!stores)
       return false;
     const StmtNode* first = nullptr;
@@ -1540,7 +1541,7 @@ private:
         first = st;
     if (!first)
       return false;
-    int lanes = byte_lanes(*stores, hcd_.lanes_for(buffer(first->buffer).dtype));
+    int lanes = byte_lanes(*stores, hcd_.lanes_for(lane_type(buffer(first->buffer).dtype)));
     if (lanes < 2 || (lanes & (lanes - 1)) != 0 || lanes > d_.max_vector_lanes)
       return false;
     int64_t mn = 0, ext = 0;
@@ -1571,8 +1572,18 @@ private:
           continue;
         }
         const BufferView& b = buffer(st->buffer);
-        std::string vt = helpers_.need_vector(b.dtype, lanes);
+        if (half_type(b.dtype)) { // rounded to nearest even as it is stored
+          // A cast to the buffer's own type rounds exactly as the store does.
+          const Expr& x = st->value->kind == ExprKind::Cast && st->value->type == b.dtype
+                              ? st->value->operands[0]
+                              : st->value;
+          std::string value = vexpr(x, DType::F32, s.var, lanes);
+          line(fmt::format("{}_store(&{}[{}], {});", helpers_.need_half_lanes(b.dtype, lanes),
+                           names_.buffer(st->buffer), linear_index(st->indices, b.shape), value));
+          continue;
+        }
         std::string value = vexpr(st->value, b.dtype, s.var, lanes);
+        std::string vt = helpers_.need_vector(b.dtype, lanes);
         if (b.vector_lanes) {
           line(fmt::format("{}[{}] = {};", names_.buffer(st->buffer),
                            vector_slot(st->indices, b), value));
@@ -1661,6 +1672,8 @@ private:
   }
 
   std::string convert_vector(const std::string& x, DType from, DType to, int lanes) {
+    from = lane_type(from);
+    to = lane_type(to);
     if (from == to)
       return x;
     if (to == DType::Bool) // 0 or 1, as C's conversion to bool
@@ -1684,15 +1697,29 @@ private:
 
   // `e` as a vector of `want` lanes; the loop variable `var` is lane 0's value.
   std::string vexpr(const Expr& e, DType want, const std::string& var, int lanes) {
+    want = lane_type(want); // f16/bf16 values are f32 lanes
     std::string vt = helpers_.need_vector(want, lanes);
     if (!uses_var(e, var))
       return fmt::format("{}_splat({})", vt, strip_parens(converted(e, want)));
+    if (is_integer(e->type) && e->kind != ExprKind::Access) {
+      if (std::optional<int64_t> slope = affine_coefficient(e, var)) {
+        // lane k: lane 0's value plus slope * k (VectorLoop.cpp's iota).
+        std::string offsets;
+        for (int k = 0; k < lanes; ++k)
+          offsets += fmt::format("{}{}", k ? ", " : "", *slope * k);
+        const std::string lane_offsets = d_.vector_syntax == VectorSyntax::OpenCL
+                                             ? fmt::format("({})({})", vt, offsets)
+                                             : fmt::format("({}){{{}}}", vt, offsets);
+        return fmt::format("({}_splat({}) + {})", vt, strip_parens(converted(e, want)), lane_offsets);
+      }
+    }
     switch (e->kind) {
     case ExprKind::Access: {
       const BufferView& b = buffer(e->name);
       if (b.vector_lanes)
         return fmt::format("{}[{}]", names_.buffer(e->name), vector_slot(e->operands, b));
-      std::string bt = helpers_.need_vector(b.dtype, lanes);
+      std::string bt = half_type(b.dtype) ? helpers_.need_half_lanes(b.dtype, lanes)
+                                          : helpers_.need_vector(b.dtype, lanes);
       std::string x = fmt::format("{}_load(&{}[{}])", bt, names_.buffer(e->name),
                                   linear_index(clamped_indices(e, b.shape), b.shape));
       return convert_vector(x, b.dtype, want, lanes);
@@ -1739,13 +1766,25 @@ private:
     }
     case ExprKind::Cast: {
       DType from = e->operands[0]->type;
+      // An i64 index converted to float: in i32 lanes where its range fits (AVX2 has no
+      // i64 -> f32 vector conversion; GCC would convert lane by lane).
+      if (is_float(e->type) && from == DType::I64 && e->operands[0]->kind != ExprKind::Access &&
+          affine_coefficient(e->operands[0], var)) {
+        std::optional<Interval> r = bounds_of(e->operands[0], env_);
+        if (r && r->lo >= INT32_MIN && r->hi <= INT32_MAX)
+          from = DType::I32;
+      }
       std::string x = vexpr(e->operands[0], from, var, lanes);
+      if (half_type(e->type) && e->type != from) // to f16/bf16: f32 lanes, rounded
+        x = fmt::format("{}_round({})", helpers_.need_half_lanes(e->type, lanes),
+                        convert_vector(x, from, DType::F32, lanes));
       return convert_vector(convert_vector(x, from, e->type, lanes), e->type, want, lanes);
     }
     case ExprKind::Call: {
-      std::string fn = has_lane_math(e->math_fn, e->type)
-                           ? helpers_.need_lane_math(e->type, lanes, e->math_fn)
-                           : helpers_.need_vector(e->type, lanes) + "_" + math_fn_name(e->math_fn);
+      const DType lt = lane_type(e->type);
+      std::string fn = has_lane_math(e->math_fn, lt)
+                           ? helpers_.need_lane_math(lt, lanes, e->math_fn)
+                           : helpers_.need_vector(lt, lanes) + "_" + math_fn_name(e->math_fn);
       if (e->operands.size() == 1)
         return convert_vector(
             fmt::format("{}({})", fn, vexpr(e->operands[0], e->type, var, lanes)), e->type, want,

@@ -82,13 +82,20 @@ bool vector_lane_type(DType t) {
 
 bool byte_lane_type(DType t) { return t == DType::I8 || t == DType::U8 || t == DType::Bool; }
 
+bool half_type(DType t) { return t == DType::F16 || t == DType::BF16; }
+
+DType lane_type(DType t) { return half_type(t) ? DType::F32 : t; }
+
 namespace {
 
 class Eligibility {
 public:
   Eligibility(const std::string& var, const VectorBufferLookup& buffers,
-              const std::map<std::string, const StmtNode*>& stored)
-      : var_(var), buffers_(buffers), stored_(stored) {}
+              const std::map<std::string, const StmtNode*>& stored, bool half_lanes)
+      : var_(var), buffers_(buffers), stored_(stored), half_lanes_(half_lanes) {}
+
+  // Element types a lane may hold here.
+  bool lane_ok(DType t) const { return vector_lane_type(t) || (half_lanes_ && half_type(t)); }
 
   // Every read of a buffer this loop stores must be that store's own element, or the
   // vector order (all lanes of one store, then the next) could differ from the scalar one.
@@ -111,14 +118,18 @@ public:
 
   // `e` printed as a vector of `want` lanes.
   bool value(const Expr& e, DType want) const {
-    if (!vector_lane_type(want))
+    if (!lane_ok(want))
       return false;
     if (!uses_var(e, var_))
       return true; // broadcast
+    // An integer value affine in the loop variable (an iota: range, the windows' sample
+    // position): lane 0's value plus the slope times each lane's number.
+    if (is_integer(e->type) && e->kind != ExprKind::Access && affine_coefficient(e, var_))
+      return (want == DType::I32 || want == DType::I64) && is_integer(e->type);
     switch (e->kind) {
     case ExprKind::Access: {
       auto b = buffers_(e->name);
-      if (!b || e->guard || !vector_lane_type(b->dtype))
+      if (!b || e->guard || !lane_ok(b->dtype))
         return false;
       return access_stride(e->operands, *b->shape, var_) == AccessStride::Unit;
     }
@@ -149,6 +160,8 @@ public:
         return false;
       }
     case ExprKind::Select:
+      if (half_type(e->type))
+        return false; // no masks of f16 lanes
       return value(e->operands[1], e->type) && value(e->operands[2], e->type) &&
              mask(e->operands[0], e->type);
     case ExprKind::Cast:
@@ -159,15 +172,19 @@ public:
       // Narrowing into one-byte lanes: lane by lane in GCC 12 (see the comparisons).
       if (byte_lane_type(e->type) && dtype_bytes(e->operands[0]->type) > 1)
         return false;
+      // f16/bf16 lanes are f32 values: to and from the byte lanes there is no conversion.
+      if ((half_type(e->type) || half_type(e->operands[0]->type)) &&
+          (byte_lane_type(e->type) || byte_lane_type(e->operands[0]->type)))
+        return false;
       return value(e->operands[0], e->operands[0]->type);
     case ExprKind::Call:
       // exp, sigmoid, tanh and erf of f32 have lane-wise helpers (CHelpers.cpp).
-      if (e->type == DType::F32 && e->operands.size() == 1 &&
+      if (lane_type(e->type) == DType::F32 && e->operands.size() == 1 &&
           (e->math_fn == MathFn::Exp || e->math_fn == MathFn::Sigmoid ||
            e->math_fn == MathFn::Tanh || e->math_fn == MathFn::Erf))
         return value(e->operands[0], e->type);
       // So do the functions of VectorMath.h.
-      if (has_lane_math(e->math_fn, e->type)) {
+      if (has_lane_math(e->math_fn, lane_type(e->type))) {
         for (const auto& a : e->operands)
           if (!value(a, e->type))
             return false;
@@ -194,6 +211,8 @@ public:
       if (!is_comparison(c->binary_op))
         return c->type == DType::Bool && value(c, DType::Bool);
       DType p = promote(c->operands[0]->type, c->operands[1]->type);
+      if (half_type(p) || half_type(lanes))
+        return false; // no masks of f16 lanes
       // An integer comparison affine in the loop variable (a causal mask's `j <= i`):
       // lane k compares (a - b at lane 0) + k*(slope), in mask-width integer lanes.
       if (is_integer(p) && affine_coefficient(c->operands[0], var_) && affine_coefficient(c->operands[1], var_))
@@ -213,12 +232,14 @@ private:
   const std::string& var_;
   const VectorBufferLookup& buffers_;
   const std::map<std::string, const StmtNode*>& stored_;
+  bool half_lanes_;
 };
 
 } // namespace
 
 std::optional<std::vector<const StmtNode*>> vector_loop_stores(const StmtNode& loop,
-                                                               const VectorBufferLookup& buffers) {
+                                                               const VectorBufferLookup& buffers,
+                                                               bool half_lanes) {
   std::vector<const StmtNode*> stores, hints;
   const StmtNode* body = loop.body[0].get();
   if (body->kind == StmtKind::Store) {
@@ -244,10 +265,10 @@ std::optional<std::vector<const StmtNode*>> vector_loop_stores(const StmtNode& l
     if (!fresh)
       return std::nullopt; // two stores into one buffer: keep the scalar order
   }
-  Eligibility check(loop.var, buffers, stored);
+  Eligibility check(loop.var, buffers, stored, half_lanes);
   for (const StmtNode* s : stores) {
     auto b = buffers(s->buffer);
-    if (!b || !vector_lane_type(b->dtype))
+    if (!b || !check.lane_ok(b->dtype))
       return std::nullopt;
     if (access_stride(s->indices, *b->shape, loop.var) != AccessStride::Unit)
       return std::nullopt;

@@ -42,9 +42,17 @@ struct VectorBufferInfo {
 };
 using VectorBufferLookup = std::function<std::optional<VectorBufferInfo>(const std::string&)>;
 
+/// f16 and bf16: in a vector loop (with `half_lanes`), their values are f32 lanes,
+/// converted on load and rounded on store and at casts, as the scalar code computes them.
+bool half_type(DType t);
+/// The lane type a value of `t` has in vector code (f32 for f16 and bf16).
+DType lane_type(DType t);
+
 /// The Stores of `loop`'s body when the loop can be printed with vector extensions,
-/// after its Prefetch hints (printed once per vector), otherwise nullopt.
+/// after its Prefetch hints (printed once per vector), otherwise nullopt. `half_lanes`:
+/// the dialect can hold f16/bf16 values as f32 lanes (CHelperSet::need_half_lanes).
 std::optional<std::vector<const StmtNode*>> vector_loop_stores(const StmtNode& loop,
-                                                               const VectorBufferLookup& buffers);
+                                                               const VectorBufferLookup& buffers,
+                                                               bool half_lanes = false);
 
 } // namespace unitile::codegen

@@ -43,6 +43,36 @@ constexpr std::string_view kSqrt = "static inline $V $V_sqrt($V x) {\n"
                                    "  return r;\n"
                                    "}\n";
 
+// Rounding. nearbyint per lane is one vroundps on x86 (GCC vectorises the lane loop of
+// nearbyintf, which raises no inexact flag, but not those of floorf/ceilf/truncf); floor,
+// ceil and trunc correct its result by one where it went the wrong way, which is exact
+// (|x| >= 2^23 is already whole, and NaN, +-inf and +-0 pass through unchanged); ceil
+// and trunc then take x's sign, as -0.6 goes to -0, not to -1 + 1 = +0. sign:
+// 1, -1, 0 for +-0 and NaN for NaN, as the scalar ut_sign_f32.
+constexpr std::string_view kRound = "static inline $V $V_round($V x) {\n"
+                                    "  $V r;\n"
+                                    "  for (int l = 0; l < $N; ++l) r[l] = __builtin_nearbyintf(x[l]);\n"
+                                    "  return r;\n"
+                                    "}\n";
+constexpr std::string_view kFloor =
+    "static inline $V $V_floor($V x) { $V t = $V_round(x); return $V_blend(t > x, t - 1.0f, t); }\n";
+constexpr std::string_view kCeil = "static inline $V $V_ceil($V x) {\n"
+                                   "  $V t = $V_round(x);\n"
+                                   "  return $V_copysign($V_blend(t < x, t + 1.0f, t), x);\n"
+                                   "}\n";
+constexpr std::string_view kTrunc = R"(static inline $V $V_trunc($V x) {
+  $V t = $V_round(x);
+  t = $V_blend((x >= 0.0f) & (t > x), t - 1.0f, t);
+  return $V_copysign($V_blend((x < 0.0f) & (t < x), t + 1.0f, t), x);
+}
+)";
+constexpr std::string_view kSign = R"(static inline $V $V_sign($V x) {
+  $V r = $V_blend(x == 0.0f, $V_splat(0.0f), x);
+  r = $V_blend(x < 0.0f, $V_splat(-1.0f), r);
+  return $V_blend(x > 0.0f, $V_splat(1.0f), r);
+}
+)";
+
 // log: x = 2^e m with m in [sqrt(1/2), sqrt(2)) (subnormals scaled by 2^23 first);
 // log(1 + f) = f - f^2/2 + f^3 P(f); e ln2 added in two parts.
 constexpr std::string_view kLogParts = R"(static inline $V $V_log_parts($V x, $V* fe, $V* tail) {
@@ -301,6 +331,11 @@ const std::map<std::string, LaneHelper, std::less<>>& gcc_f32_helpers() {
       {"abs", {{}, kAbs}},
       {"copysign", {{}, kCopysign}},
       {"sqrt", {{}, kSqrt}},
+      {"round", {{}, kRound}},
+      {"floor", {{"round"}, kFloor}},
+      {"ceil", {{"round", "copysign"}, kCeil}},
+      {"trunc", {{"round", "copysign"}, kTrunc}},
+      {"sign", {{}, kSign}},
       {"log_parts", {{}, kLogParts}},
       {"log", {{"log_parts"}, kLog}},
       {"log2", {{"log_parts"}, kLog2}},
@@ -344,7 +379,12 @@ std::string instantiate(std::string_view text, const std::string& v, const std::
 
 // OpenCL C's built-ins are overloaded on vector types: each helper is a call.
 std::string opencl_text(const CDialect& d, const std::string& v, const std::string& name) {
-  std::string_view builtin = name == "abs" ? "fabs" : std::string_view(name);
+  // OpenCL's round() rounds halves away from zero (ONNX and the scalar code: to even),
+  // and its sign() gives 0 for NaN and -0 for -0 (the scalar code: NaN and +0).
+  std::string_view builtin = name == "abs" ? "fabs" : name == "round" ? "rint" : std::string_view(name);
+  if (name == "sign")
+    return fmt::format("{0} {1} {1}_sign({1} x) {{ return select(sign(x) + 0.0f, x, isnan(x)); }}\n",
+                       d.helper_qualifier, v);
   if (name == "atan2")
     return fmt::format("{0} {1} {1}_atan2({1} y, {1} x) {{ return atan2(y, x); }}\n",
                        d.helper_qualifier, v);
@@ -377,6 +417,11 @@ bool has_lane_math(MathFn fn, DType elem) {
   case MathFn::Asinh:
   case MathFn::Acosh:
   case MathFn::Atanh:
+  case MathFn::Floor:
+  case MathFn::Ceil:
+  case MathFn::Round:
+  case MathFn::Trunc:
+  case MathFn::Sign:
     return true;
   default:
     return false;

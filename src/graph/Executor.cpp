@@ -69,9 +69,19 @@ GraphExecutor::GraphExecutor(Session& session, Graph g, ExecutorOptions opts)
   for (const FusionGroup& group : partition_.groups)
     if (ValueId source = view_source(graph_, group); source >= 0) views[group.outputs[0]] = source;
   if (opts_.plan_memory) plan_ = plan_memory(graph_, partition_, views);
+  size_t placeholder_bytes = 0;
   for (size_t i = 0; i < partition_.groups.size(); ++i) {
     GroupKernel k;
     const FusionGroup& group = partition_.groups[i];
+    if (group.outputs.empty()) {
+      k.runs_nothing = true;
+      kernels_.push_back(std::move(k));
+      continue;
+    }
+    for (ValueId v : group.shape_only) {
+      const ops::TensorSpec& t = graph_.value(v).type;
+      placeholder_bytes = std::max(placeholder_bytes, shape_numel(t.shape) * static_cast<size_t>(dtype_bytes(t.dtype)));
+    }
     if (auto it = views.find(group.outputs.front()); it != views.end() && group.outputs.size() == 1) {
       k.view_of = it->second;
       k.output_buffers.push_back(-1);
@@ -85,6 +95,7 @@ GraphExecutor::GraphExecutor(Session& session, Graph g, ExecutorOptions opts)
   }
   for (size_t bytes : plan_.buffer_bytes)
     buffers_.push_back(std::make_shared<DeviceBuffer>(session_.device().alloc(std::max<size_t>(bytes, 1))));
+  if (placeholder_bytes) placeholder_ = std::make_shared<DeviceBuffer>(session_.device().alloc(placeholder_bytes));
 }
 
 std::vector<DeviceTensor> GraphExecutor::run(const std::vector<DeviceTensor>& inputs) {
@@ -103,6 +114,7 @@ std::vector<DeviceTensor> GraphExecutor::run(const std::vector<DeviceTensor>& in
   for (size_t gi = 0; gi < kernels_.size(); ++gi) {
     const FusionGroup& group = partition_.groups[gi];
     const GroupKernel& k = kernels_[gi];
+    if (k.runs_nothing) continue;
     if (k.view_of >= 0) {
       const std::optional<DeviceTensor>& source = env[static_cast<size_t>(k.view_of)];
       UT_INTERNAL_ASSERT(source.has_value(), "a view is taken before the value it shows was computed");
@@ -112,7 +124,14 @@ std::vector<DeviceTensor> GraphExecutor::run(const std::vector<DeviceTensor>& in
     }
     std::map<std::string, DeviceTensor> in, into;
     for (size_t i = 0; i < group.inputs.size(); ++i) {
-      const std::optional<DeviceTensor>& t = env[static_cast<size_t>(group.inputs[i])];
+      const ValueId v = group.inputs[i];
+      if (std::find(group.shape_only.begin(), group.shape_only.end(), v) != group.shape_only.end()) {
+        // Read for its type alone: any storage of its size (it may never be computed).
+        const ops::TensorSpec& type = graph_.value(v).type;
+        in.emplace(k.source.inputs[i], DeviceTensor{type.dtype, type.shape, placeholder_});
+        continue;
+      }
+      const std::optional<DeviceTensor>& t = env[static_cast<size_t>(v)];
       UT_INTERNAL_ASSERT(t.has_value(), "a kernel runs before the value it reads was computed");
       in.emplace(k.source.inputs[i], *t);
     }
@@ -145,6 +164,7 @@ std::string GraphExecutor::describe() const {
     const int gi = partition_.group_of_node[n];
     if (gi < 0 || partition_.groups[static_cast<size_t>(gi)].nodes.front() != n) return {};
     const GroupKernel& k = kernels_[static_cast<size_t>(gi)];
+    if (k.runs_nothing) return describe_group(partition_, static_cast<size_t>(gi), "", names);
     if (k.view_of >= 0)
       return {fmt::format("view (no kernel): {} shares the storage of {}", names[static_cast<size_t>(partition_.groups[static_cast<size_t>(gi)].outputs[0])],
                           names[static_cast<size_t>(k.view_of)])};

@@ -50,6 +50,8 @@ private:
     /// A group of reshapes only (view_source() says which) runs no kernel: its output is
     /// the value `view_of` (a group input) under a new shape, sharing its storage.
     ValueId view_of = -1;
+    /// A group none of whose values another group reads the data of runs nothing.
+    bool runs_nothing = false;
   };
 
   Session& session_;
@@ -59,6 +61,9 @@ private:
   MemoryPlan plan_;
   std::vector<GroupKernel> kernels_;
   std::vector<std::shared_ptr<DeviceBuffer>> buffers_; // the plan's buffers, allocated once
+  /// What inputs taken for their type alone (FusionGroup::shape_only) bind to: storage of
+  /// the largest such input, never written and never read.
+  std::shared_ptr<DeviceBuffer> placeholder_;
 };
 
 /// The passes the executor runs before partitioning: dead code, common subexpressions,

@@ -6,6 +6,7 @@
 // kernels the auto-scheduler knows how to make fast. The rules are in Fusion.h.
 #include "graph/Fusion.h"
 
+#include "graph/DataReads.h"
 #include "graph/GraphRewrite.h"
 #include "ir/Diagnostic.h"
 
@@ -53,18 +54,22 @@ struct Building {
 
 class Partitioner {
 public:
-  Partitioner(const Graph& g, const FusionOptions& opts) : g_(g), opts_(opts) {
+  Partitioner(const Graph& g, const FusionOptions& opts)
+      : g_(g), opts_(opts), live_(live_nodes(g)), data_reads_(data_reads(g, live_)) {
     readers_.assign(g.values().size(), 0);
-    for (const Node& n : g.nodes())
-      for (const auto& [port, v] : n.inputs) ++readers_[static_cast<size_t>(v)];
+    for (size_t n = 0; n < g.nodes().size(); ++n) {
+      if (!live_[n]) continue;
+      const Node& node = g.nodes()[n];
+      for (size_t i = 0; i < node.inputs.size(); ++i)
+        if (data_reads_[n][i]) ++readers_[static_cast<size_t>(node.inputs[i].second)];
+    }
     for (ValueId v : g.outputs()) ++readers_[static_cast<size_t>(v)]; // a returned value is read outside
   }
 
   Partition run() {
-    const std::vector<bool> live = live_nodes(g_);
     group_of_.assign(g_.nodes().size(), -1);
     for (size_t n = 0; n < g_.nodes().size(); ++n) {
-      if (!live[n]) continue;
+      if (!live_[n]) continue;
       const FusionClass cls = fusion_class(graph_op(g_.nodes()[n].op));
       int target = -1;
       if (opts_.fuse) {
@@ -202,24 +207,33 @@ private:
       fg.nodes = b.nodes;
       fg.why = b.why;
       const int self = position[static_cast<size_t>(gi)];
-      for (size_t n : b.nodes)
-        for (const auto& [port, v] : g_.nodes()[n].inputs) {
+      std::set<ValueId> data_read; // outside values some node of the group reads the data of
+      for (size_t n : b.nodes) {
+        const Node& node = g_.nodes()[n];
+        for (size_t i = 0; i < node.inputs.size(); ++i) {
+          const ValueId v = node.inputs[i].second;
           const int prod = g_.value(v).producer;
           const bool outside = prod < 0 || p.group_of_node[static_cast<size_t>(prod)] != self;
-          if (outside && std::find(fg.inputs.begin(), fg.inputs.end(), v) == fg.inputs.end()) fg.inputs.push_back(v);
+          if (!outside) continue;
+          if (std::find(fg.inputs.begin(), fg.inputs.end(), v) == fg.inputs.end()) fg.inputs.push_back(v);
+          if (data_reads_[n][i]) data_read.insert(v);
         }
+      }
+      for (ValueId v : fg.inputs)
+        if (!data_read.count(v)) fg.shape_only.push_back(v);
       p.groups.push_back(std::move(fg));
     }
-    // Outputs: values read by another group, or returned.
+    // Outputs: values whose data another group reads, or returned.
     for (size_t gi = 0; gi < p.groups.size(); ++gi) {
       FusionGroup& fg = p.groups[gi];
       for (size_t n : fg.nodes)
         for (const auto& [port, v] : g_.nodes()[n].outputs) {
           bool needed = returned.count(v) > 0;
-          for (size_t other = 0; other < p.groups.size() && !needed; ++other)
-            if (other != gi)
-              needed = std::find(p.groups[other].inputs.begin(), p.groups[other].inputs.end(), v) !=
-                       p.groups[other].inputs.end();
+          for (size_t other = 0; other < p.groups.size() && !needed; ++other) {
+            const FusionGroup& o = p.groups[other];
+            needed = other != gi && std::find(o.inputs.begin(), o.inputs.end(), v) != o.inputs.end() &&
+                     std::find(o.shape_only.begin(), o.shape_only.end(), v) == o.shape_only.end();
+          }
           if (needed) fg.outputs.push_back(v);
         }
     }
@@ -228,7 +242,9 @@ private:
 
   const Graph& g_;
   const FusionOptions& opts_;
-  std::vector<int> readers_;
+  std::vector<bool> live_;
+  std::vector<std::vector<bool>> data_reads_; // per live node, per input: read for its data
+  std::vector<int> readers_;                  // per value: the nodes reading its data (+1 if returned)
   std::vector<int> group_of_;
   std::vector<Building> groups_;
 };
@@ -270,12 +286,18 @@ Graph group_graph(const Graph& g, const FusionGroup& group) {
 std::vector<std::string> describe_group(const Partition& p, size_t i, const std::string& kernel_name,
                                         const std::vector<std::string>& names) {
   const FusionGroup& fg = p.groups[i];
-  std::vector<std::string> ins, outs;
-  for (ValueId v : fg.inputs) ins.push_back(names[static_cast<size_t>(v)]);
+  std::vector<std::string> ins, shapes, outs;
+  for (ValueId v : fg.inputs)
+    (std::find(fg.shape_only.begin(), fg.shape_only.end(), v) == fg.shape_only.end() ? ins : shapes)
+        .push_back(names[static_cast<size_t>(v)]);
   for (ValueId v : fg.outputs) outs.push_back(names[static_cast<size_t>(v)]);
-  return {fmt::format("kernel {} ({}, {} node{}): reads {}; writes {}", kernel_name, fg.why, fg.nodes.size(),
+  const std::string shape_text = shapes.empty() ? "" : fmt::format("; the shape of {}", fmt::join(shapes, ", "));
+  if (outs.empty())
+    return {fmt::format("no kernel ({}, {} node{}): nothing reads the data of its values", fg.why, fg.nodes.size(),
+                        fg.nodes.size() == 1 ? "" : "s")};
+  return {fmt::format("kernel {} ({}, {} node{}): reads {}{}; writes {}", kernel_name, fg.why, fg.nodes.size(),
                       fg.nodes.size() == 1 ? "" : "s", ins.empty() ? "nothing" : fmt::format("{}", fmt::join(ins, ", ")),
-                      fmt::join(outs, ", "))};
+                      shape_text, fmt::join(outs, ", "))};
 }
 
 std::vector<size_t> partition_order(const Partition& p) {

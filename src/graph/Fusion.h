@@ -13,7 +13,10 @@
 //   - every other op (attention, convolution, pooling, indexing, optimizers, backward
 //     ops of those) is a group of its own;
 //   - nodes are never duplicated, so nothing is recomputed; a group never waits on a
-//     group that waits on it (no cycles); groups hold at most max_group_nodes nodes.
+//     group that waits on it (no cycles); groups hold at most max_group_nodes nodes;
+//   - a value is a group's output only where another group reads its data (or the graph
+//     returns it): an input a node takes for its type alone (DataReads.h) is no read, so a
+//     group may have no outputs at all, and then runs nothing.
 #pragma once
 
 #include "graph/Graph.h"
@@ -42,8 +45,12 @@ struct FusionOptions {
 struct FusionGroup {
   std::vector<size_t> nodes;    // indices into g.nodes(), in graph order
   std::vector<ValueId> inputs;  // values read from outside: graph inputs, other groups' outputs
-  std::vector<ValueId> outputs; // values read by later groups or returned by the graph
+  std::vector<ValueId> outputs; // values later groups read the data of, or the graph returns
   std::string why;              // which rule formed it ("contraction + epilogue", ...)
+  /// The inputs whose data no node of the group reads: taken for their type alone (a
+  /// gradient op's forward value). They are not written out for this group, may never be
+  /// computed at all, and bind to any storage of their size.
+  std::vector<ValueId> shape_only;
 };
 
 /// The groups in an order that runs them (every group after the groups it reads).

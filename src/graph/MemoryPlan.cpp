@@ -35,9 +35,12 @@ MemoryPlan plan_memory(const Graph& g, const Partition& p, const std::map<ValueI
       pv.value = v;
       pv.bytes = shape_numel(g.value(v).type.shape) * static_cast<size_t>(dtype_bytes(g.value(v).type.dtype));
       pv.first = pv.last = static_cast<int>(gi);
-      for (size_t r = gi + 1; r < p.groups.size(); ++r)
+      for (size_t r = gi + 1; r < p.groups.size(); ++r) {
+        const std::vector<ValueId>& shape_only = p.groups[r].shape_only;
         for (ValueId in : p.groups[r].inputs)
-          if (storage_of(in) == v) pv.last = static_cast<int>(r);
+          if (storage_of(in) == v && std::find(shape_only.begin(), shape_only.end(), in) == shape_only.end())
+            pv.last = static_cast<int>(r);
+      }
       plan.values.push_back(pv);
       plan.no_reuse_bytes += pv.bytes;
     }

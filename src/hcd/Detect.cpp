@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -67,14 +68,25 @@ int count_cpu_list(const std::string& s) {
 }
 
 int usable_cpus() {
+  int n = 0;
   cpu_set_t set;
   CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof set, &set) == 0) {
-    int n = CPU_COUNT(&set);
-    if (n > 0) return n;
+  if (sched_getaffinity(0, sizeof set, &set) == 0) n = CPU_COUNT(&set);
+  if (n <= 0) {
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    n = online > 0 ? static_cast<int>(online) : 1;
   }
-  long online = sysconf(_SC_NPROCESSORS_ONLN);
-  return online > 0 ? static_cast<int>(online) : 1;
+  // The cpu device runs blocks on UNITILE_NUM_THREADS threads when that is set: fewer
+  // units than CPUs are then all a kernel gets, and the scheduler should split its work
+  // (and repeat its GEMM packing) for those, not for idle CPUs. A malformed value is
+  // left to the device, which rejects it at launch.
+  if (const char* env = std::getenv("UNITILE_NUM_THREADS"); env && *env) {
+    char* end = nullptr;
+    errno = 0;
+    const long long t = std::strtoll(env, &end, 10);
+    if (*end == '\0' && errno == 0 && t >= 1 && t < n) n = static_cast<int>(t);
+  }
+  return n;
 }
 
 // The core clock in GHz: the cpufreq maximum, else the "@ 2.50GHz" of the model name,

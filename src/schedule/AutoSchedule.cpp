@@ -158,6 +158,11 @@ GemmTiling analytic_gemm_tiling(const GemmSite& site, int64_t batch, const hcd::
   t.ng = balance(site.N, round_up((site.N + best_gn - 1) / best_gn, t.nr), t.nr);
   t.mc = balance(t.mg, std::min(t.mc, t.mg), t.mr);
   t.nc = balance(t.ng, std::min(t.nc, t.ng), t.nr);
+  // A packed once per parallel block where BLIS's order would pack it again for each nc
+  // columns and the whole mg x K panel stays in this core's share of the last cache
+  // level (or in L2 when there is none).
+  const int64_t a_budget = l3 > l2 ? l3 / (2 * std::max(1, h.units)) : l2;
+  t.a_whole = t.ng > t.nc && t.mg * site.K * bytes <= a_budget;
   return t;
 }
 
@@ -340,14 +345,15 @@ std::vector<Primitive> gemm_schedule(const GemmSite& s, const GemmTiling& t) {
   Primitive par = prim(PrimitiveKind::Parallel);
   par.vars = {task};
   out.push_back(par);
-  // B at k_o (once per kc x nc block), then A at i_o (once per mc x kc block).
+  // B at k_o (once per kc x nc block), then A at i_o (once per mc x kc block), or A at
+  // the parallel block's loop (once per block, a_whole).
   for (char role : {'b', 'a'})
     for (size_t n = 0; n < s.operands.size(); ++n) {
       if (n >= s.roles.size() || s.roles[n] != role || !(role == 'a' ? t.pack_a : t.pack_b)) continue;
       Primitive st = prim(PrimitiveKind::Stage);
       st.buffer = s.operands[n];
       st.scope = MemScope::Local;
-      st.at = role == 'a' ? i + "_o" : k + "_o";
+      st.at = role == 'a' ? (t.a_whole ? task : i + "_o") : k + "_o";
       out.push_back(st);
     }
   Primitive mk = prim(PrimitiveKind::MicroKernel);
@@ -553,7 +559,10 @@ AutoSchedule auto_schedule(const Kernel& given, const ShapeBindings& b, const hc
                                     "times, A {} times per kc)",
                                     tasks, t.mg, t.ng, site.batch.empty() ? "" : " per batch", h.units,
                                     (site.M + t.mg - 1) / t.mg,
-                                    ((site.N + t.ng - 1) / t.ng) * ((t.ng + t.nc - 1) / t.nc)));
+                                    ((site.N + t.ng - 1) / t.ng) * (t.a_whole ? 1 : (t.ng + t.nc - 1) / t.nc)));
+    if (t.a_whole)
+      a.reasons.push_back(fmt::format("  A packed once per parallel block ({}x{}, {}) instead of once per nc columns",
+                                      t.mg, site.K, kib(t.mg * site.K * bytes)));
     // A local result mapped elementwise by the next statement: the map runs on the
     // finished tiles in this launch (Epilogue.cpp) and the local is never stored.
     const TensorDecl* out = k.find_tensor(site.output);

@@ -20,6 +20,10 @@ struct GemmTiling {
   int64_t nc = 0;         // columns of a packed B block (kc x nc, in L3, or L2 when M is one block)
   int64_t mg = 0, ng = 0; // the output block of one parallel task: mc x nc blocks, BLIS order
   bool pack_a = true, pack_b = true;
+  // A packed once per parallel block, mg x K (at the block's loop), instead of once per
+  // mc x kc block and nc columns: where BLIS's order would pack A again for every nc
+  // columns (128 x 50257 x 768 packs A 50 times per block in BLIS order, once this way).
+  bool a_whole = false;
 };
 
 struct AutoSchedule {

@@ -190,12 +190,44 @@ Stmt stage_buffer(const LoopProgram& p, const Stmt& body, const std::string& buf
       copy_vars = v;
       copy_extents = e;
     }
+    // A copy that walks the source in memory order, row by row, where a row is one run
+    // of the inner loops and the next row is far away (GEMM's B block: kc rows of nc
+    // elements, N apart): each row starts a new page, where the hardware prefetchers
+    // start late, and the copy waits on memory. Each step of the loop just outside the
+    // innermost one hints the same place kPrefetchRows rows ahead (clamped into the
+    // tensor), so the rows are in cache when the copy reaches them. Eight rows of the
+    // B block measured best on the Zen 3 host (the 128 x 50257 x 768 GEMM, whose B
+    // is read from memory); the hint is a no-op where the dialect has none.
+    constexpr int64_t kPrefetchRows = 8;
+    std::optional<Stmt> row_hint;
+    if (!panel_order && copy_vars.size() >= 2) {
+      int64_t inner_span = 1;
+      for (size_t n = 1; n < copy_order.size(); ++n) inner_span += std::llabs(stride[copy_order[n]]) * (extents[copy_order[n]] - 1);
+      if (std::llabs(stride[copy_order[0]]) > inner_span && extents[copy_order[0]] > kPrefetchRows) {
+        const std::string row = copy_vars[0], inner = copy_vars.back();
+        std::vector<Expr> ahead;
+        for (size_t d = 0; d < source_index.size(); ++d) {
+          Expr e = rewrite(source_index[d], [&](const Expr& x) -> Expr {
+            if (x->kind != ExprKind::Var) return x;
+            if (x->name == row) return binary(BinaryOp::Add, x, int_imm(kPrefetchRows));
+            if (x->name == inner) return int_imm(0);
+            return x;
+          });
+          e = call(MathFn::Max, {call(MathFn::Min, {e, int_imm(src->shape[d] - 1)}), int_imm(0)});
+          ahead.push_back(simplify(e));
+        }
+        row_hint = prefetch(buffer, std::move(ahead));
+      }
+    }
+    auto hinted = [&](size_t n, Stmt s) {
+      return row_hint && n + 2 == vars.size() ? block({*row_hint, s}) : s;
+    };
     // The copy loops from position `from` inward, around `leaf`; the innermost is
     // vectorized when `vector` is set.
     auto copy_loops = [&](size_t from, Stmt leaf, bool vector) {
       for (size_t n = vars.size(); n-- > from;)
         leaf = for_loop(copy_vars[n], int_imm(0), int_imm(copy_extents[n]),
-                        vector && n + 1 == vars.size() ? ForKind::Vectorized : ForKind::Serial, leaf);
+                        vector && n + 1 == vars.size() ? ForKind::Vectorized : ForKind::Serial, hinted(n, leaf));
       return leaf;
     };
     auto copy_nest = [&](Expr guard) {
@@ -254,7 +286,7 @@ Stmt stage_buffer(const LoopProgram& p, const Stmt& body, const std::string& buf
             test_at, store(staged, copy_index, access(buffer, source_index, src->dtype, zero_of(src->dtype))), false);
         Stmt inner = if_then(full, fast, slow);
         for (size_t n = test_at; n-- > 0;)
-          inner = for_loop(copy_vars[n], int_imm(0), int_imm(copy_extents[n]), ForKind::Serial, inner);
+          inner = for_loop(copy_vars[n], int_imm(0), int_imm(copy_extents[n]), ForKind::Serial, hinted(n, inner));
         copy = inner;
       }
     }

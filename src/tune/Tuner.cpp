@@ -48,9 +48,9 @@ Schedule replace_block(const Schedule& s, size_t at, size_t length,
 }
 
 using TilingId =
-    std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, bool, bool>;
+    std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, bool, bool, bool>;
 TilingId id_of(const GemmTiling& t) {
-  return {t.mr, t.nr, t.kc, t.mc, t.nc, t.mg, t.ng, t.pack_a, t.pack_b};
+  return {t.mr, t.nr, t.kc, t.mc, t.nc, t.mg, t.ng, t.pack_a, t.pack_b, t.a_whole};
 }
 
 int64_t round_up(int64_t x, int64_t m) {
@@ -71,7 +71,7 @@ GemmTiling normalized(GemmTiling t, const GemmSite& s) {
 }
 
 // One step along each parameter: mr by one row, nr by one vector, kc, mc, nc and the
-// parallel block's mg and ng by a factor of two, and each packing switched.
+// parallel block's mg and ng by a factor of two, each packing and the loop order switched.
 std::vector<GemmTiling> neighbours(const GemmTiling& t, const GemmSite& s, int lanes) {
   std::vector<GemmTiling> out;
   auto add = [&](auto change) {
@@ -96,6 +96,7 @@ std::vector<GemmTiling> neighbours(const GemmTiling& t, const GemmSite& s, int l
   add([](GemmTiling& n) { n.ng /= 2; });
   add([](GemmTiling& n) { n.pack_a = !n.pack_a; });
   add([](GemmTiling& n) { n.pack_b = !n.pack_b; });
+  add([](GemmTiling& n) { n.a_whole = !n.a_whole; });
   return out;
 }
 

@@ -153,6 +153,16 @@ def cases():
             out.append(Case(name, {"X": x}, lambda i, a, ref=ref: {"Y": ref(i["X"])}))
     x = RNG.uniform(-1, 1, (5, 7)) > 0
     out.append(Case("not", {"X": x}, lambda i, a: {"Y": ~i["X"]}))
+    # The rounding ops' edge values: halves both ways, +-0, NaN, +-inf, subnormals, values
+    # past 2^23 (already whole) and just below a half; 3 x 37 so the vector loop and its
+    # scalar tail both see them.
+    edge = np.array([0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 0.4, -0.4, 0.6, -0.6, 0.0, -0.0, np.nan,
+                     np.inf, -np.inf, 8388607.5, -8388607.5, 16777217.0, 1e30, -1e30, 2.7, -2.7,
+                     1e-40, -1e-40, 0.49999997, -0.49999997, 7.0, -7.0])
+    x = np.resize(edge, (3, 37)).astype(np.float32)
+    for name in ("floor", "ceil", "round", "trunc", "sign"):
+        out.append(Case(name, {"X": x}, lambda i, a, ref=UNARY[name][0]: {"Y": ref(i["X"].astype(np.float64), a)},
+                        label="-edges"))
 
     for name, (ref, domain) in BINARY.items():
         for dt in (np.float32, np.float64):

@@ -153,11 +153,25 @@ def cases():
             return {"Y": y.astype({"f32": F32, "f64": F64, "i32": I32}[a.get("dtype", "f32")])}
         out.append(Case("one_hot", {"Idx": i}, ref, attrs))
     # topk: largest/smallest, axes, ties (coarse values) and NaN
+    # The first four rank every element (O(n^2)); the rest have rows long enough for the
+    # chain of k selections (3k + 2 <= n / 4): NaNs (more than k in some rows, so the
+    # outputs come wholly from the NaN chain or wholly from the values), -inf, many ties.
     for dt, shape, attrs in ((F32, (3, 9), {"k": 4}), (F64, (5, 4, 3), {"k": 2, "axis": 1, "largest": 0}),
-                             (I32, (4, 7), {"k": 7, "axis": -1}), (F32, (2, 6), {"k": 3, "largest": 0})):
+                             (I32, (4, 7), {"k": 7, "axis": -1}), (F32, (2, 6), {"k": 3, "largest": 0}),
+                             (F32, (4, 70), {"k": 3}), (F32, (3, 80), {"k": 4, "largest": 0}),
+                             (F64, (2, 64, 3), {"k": 2, "axis": 1}), (I32, (3, 90), {"k": 5}),
+                             (I32, (2, 100), {"k": 6, "largest": 0}), (F32, (130,), {"k": 8})):
         x = (np.round(rnd(shape, F64) * 3) / 3).astype(dt) if dt != I32 else RNG.integers(-3, 3, shape).astype(dt)
         if dt == F32 and attrs.get("largest", 1) == 0:
             x[0, 2] = np.nan
+        if shape[-1] >= 64 and dt != I32:
+            flat = x.reshape(-1)  # a view: NaNs and infinities land in x
+            flat[RNG.choice(flat.size, flat.size // 12, replace=False)] = np.nan
+            flat[RNG.choice(flat.size, 3, replace=False)] = -np.inf
+            if x.ndim == 2:
+                x[-1, :20] = np.nan  # a row with more NaNs than k
+        if dt == I32 and shape[-1] >= 64:
+            x[0, ::7] = np.iinfo(np.int32).min  # the reduction's fill value, also a real value
 
         def ref(i, a):
             import torch
@@ -166,7 +180,8 @@ def cases():
             # torch's order among equal values is not specified: take NumPy's stable
             # order (lower index first), which the op promises.
             x = i["X"]
-            key = -x if a.get("largest", 1) else x
+            # (negated in i64: -INT32_MIN does not fit an i32)
+            key = -x.astype(np.int64 if x.dtype.kind == "i" else x.dtype) if a.get("largest", 1) else x
             if x.dtype.kind == "f":
                 key = np.where(np.isnan(x), -np.inf if a.get("largest", 1) else np.inf, key)
             order = np.argsort(key, axis=a.get("axis", -1), kind="stable")

@@ -213,6 +213,7 @@ def cases():
         out.append(Case("center_crop_pad", {"X": x}, center_crop_pad_ref, attrs=attrs))
     for kind in ("hann", "hamming", "blackman"):
         out.append(Case(kind + "_window", {}, window_ref(kind), attrs={"size": 10}))
+        out.append(Case(kind + "_window", {}, window_ref(kind), attrs={"size": 4099}, label="-long"))
         out.append(Case(kind + "_window", {}, window_ref(kind), attrs={"size": 7, "periodic": 0, "dtype": "f64"}))
     for kind, op, attrs in (("uniform", "random_uniform_like", {"seed": 3}),
                             ("uniform", "random_uniform_like", {"low": -2.0, "high": 5.0, "seed": -11, "dtype": "f64"}),

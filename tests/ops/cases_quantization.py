@@ -119,6 +119,13 @@ def cases():
     b8 = RNG.integers(0, 256, (13, 7)).astype(np.uint8)
     out.append(Case("matmul_integer", {"A": a8, "B": b8, "AZeroPoint": np.asarray(12, np.uint8),
                                        "BZeroPoint": np.asarray(200, np.uint8)}, matmul_integer_ref, cross=True))
+    # K = 700: blocks of 256 with a padded last one; extreme operands (255 - 0 against
+    # 0 - 255), so every block's f32 sum is as large as the exactness bound allows.
+    big_a = RNG.choice(np.array([0, 255], np.uint8), (6, 700))
+    big_b = RNG.choice(np.array([0, 255], np.uint8), (700, 5))
+    out.append(Case("matmul_integer", {"A": big_a, "B": big_b, "AZeroPoint": np.asarray(0, np.uint8),
+                                       "BZeroPoint": np.asarray(255, np.uint8)}, matmul_integer_ref,
+                    label="-k700"))
     out.append(Case("matmul_integer", {"A": RNG.integers(-128, 128, (2, 4, 9)).astype(np.int8),
                                        "B": RNG.integers(-128, 128, (9, 3)).astype(np.int8)}, matmul_integer_ref))
     out.append(Case("matmul_integer", {"A": RNG.integers(0, 256, (3, 6)).astype(np.uint8),

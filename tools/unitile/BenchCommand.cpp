@@ -10,6 +10,8 @@
 #include "profile/HtmlReport.h"
 #include "profile/OutputFile.h"
 #include "profile/Profiler.h"
+#include "tune/TunedLookup.h"
+#include "tune/TuningDatabase.h"
 
 #include <fmt/core.h>
 #include <nlohmann/json.hpp>
@@ -37,6 +39,11 @@ constexpr const char* kBenchFooter =
     "triad bandwidth. compile-cold/compile-hit compare with issue 3's targets (1 s, 5 ms).\n"
     "Baselines are loaded from $UNITILE_BASELINE_DIR (default: lib/unitile/baselines beside\n"
     "bin/); a missing one is reported as unavailable. OMP_WAIT_POLICY defaults to passive.\n"
+    "Unitile's kernels get the tuning database's best record for their shape where one exists,\n"
+    "as in compile and run (records are per shape and HCD, whose units follow the thread count:\n"
+    "tune with UNITILE_NUM_THREADS set as bench will run); --no-tuned: the\n"
+    "auto-scheduler only. The status says `ok (tuned schedule)`, the JSON's `schedule` field\n"
+    "where each schedule came from.\n"
     "Exit status: 0 every case ran, was unavailable or was skipped; 1 a wrong result or a bad\n"
     "option; 2 an internal error.\n";
 
@@ -49,6 +56,7 @@ struct BenchArgs {
   double max_run_s = 30;
   uint64_t seed = 0;
   bool profile = false;
+  bool no_tuned = false;
   std::string trace, html;
 };
 
@@ -206,6 +214,8 @@ int bench_command(const BenchArgs& a) {
     o.max_run_s = a.max_run_s;
     o.seed = a.seed;
     if (profiling) o.profiler = &profiler;
+    // Like every other compile, the best record of the tuning database where one exists.
+    if (!a.no_tuned) o.schedule_lookup = tuning_database_lookup(TuningDatabase::default_path());
     std::cerr << fmt::format("bench: {} thread(s): {}\n", t, join(names));
     bench::BenchRunner runner(o, std::cerr);
     for (const std::string& n : names) bench::run_suite(runner, n);
@@ -260,6 +270,9 @@ CommandAction setup_bench(CLI::App& cmd) {
                  "do not time a Unitile kernel whose first run takes longer (default 30)");
   cmd.add_option("--json", a->json, "write the records as one JSON list to FILE");
   cmd.add_option("--seed", a->seed, "seed of the random inputs (default 0)");
+  cmd.add_flag("--no-tuned", a->no_tuned,
+               "ignore the tuning database ($UNITILE_TUNING_DB, else tuning.sqlite in the kernel cache): "
+               "the auto-scheduler's schedules only");
   cmd.add_flag("--profile", a->profile,
                "also run each Unitile kernel --repeat times under the profiler (after timing it) and "
                "print its per-kernel table and timeline");

@@ -13,6 +13,7 @@
 #include "ops/defs/Families.h"
 
 #include <algorithm>
+#include <cstdint>
 
 namespace unitile::ops {
 namespace {
@@ -390,11 +391,101 @@ void emit_one_hot(OpContext& ctx) {
            literal_of(ctx, values[1], *t) + " : " + literal_of(ctx, values[0], *t));
 }
 
-// The k largest (or smallest) along an axis, in order, and their i64 positions. Each
-// element's place in the order is the number of elements that come before it (larger,
-// or equal at a lower position; NaN counts as the largest, as in PyTorch); the
-// position at place r is then the element whose place is r. O(n^2) per row of the
-// axis: meant for the moderate rows of sampling and beam search.
+// The lowest (largest = true) or highest value of an integer dtype, as Kernel IR text:
+// the fill of a max (min) reduction for the elements it must not pick.
+std::string integer_fill(DType t, bool lowest) {
+  int64_t v = 0;
+  switch (t) {
+  case DType::I8: v = lowest ? INT8_MIN : INT8_MAX; break;
+  case DType::U8: v = lowest ? 0 : UINT8_MAX; break;
+  case DType::I32: v = lowest ? INT32_MIN : INT32_MAX; break;
+  default:
+    return lowest ? "(i64(-9223372036854775807) - 1)" : "i64(9223372036854775807)";
+  }
+  return dtype_text(t) + "(" + std::to_string(v) + ")";
+}
+
+// topk as k selections in a chain, for small k: selection s is the largest element
+// after selection s - 1 in the order (value descending, position ascending), a max
+// reduction and a min reduction over the row, so about 3k passes over each row instead
+// of the n^2 comparisons of the rank count below. NaN counts as the largest (PyTorch):
+// the NaNs are a chain of their own, by position (qn), the other values one by value
+// (vv, pv), and output r takes from the NaN chain first (largest) or last (smallest).
+void emit_topk_chain(OpContext& ctx, int64_t axis, int64_t k, bool largest) {
+  const TensorSpec& x = ctx.in("X");
+  const int64_t n = x.shape[axis];
+  const bool fp = is_float(x.dtype);
+  const std::vector<std::string> i = index_names(rank_of(x));
+  const std::string& j = i[axis];
+  std::vector<std::string> row_idx = i;
+  row_idx.erase(row_idx.begin() + axis);
+  std::vector<int64_t> chain_shape = x.shape, row_shape = x.shape;
+  chain_shape[axis] = k;
+  row_shape.erase(row_shape.begin() + axis);
+  // One selection's value or position per row (the reductions' left sides take bare
+  // indices, so each selection has a local of its own).
+  auto row = [&](const std::string& t, int64_t s) { return access(t + std::to_string(s), row_idx); };
+  const std::string X = access("X", i), N = "i64(" + std::to_string(n) + ")";
+  const std::string fill = fp ? (largest ? "(-inf)" : "inf") : integer_fill(x.dtype, largest);
+  ctx.input("X");
+  ctx.output("Values", x.dtype, chain_shape);
+  ctx.output("Indices", DType::I64, chain_shape);
+  for (int64_t s = 0; s < k; ++s) {
+    ctx.local("v" + std::to_string(s), x.dtype, row_shape);
+    ctx.local("p" + std::to_string(s), DType::I64, row_shape);
+    std::string cand = fp ? "!isnan(" + X + ")" : "";
+    if (s > 0) {
+      const std::string v = row("v", s - 1);
+      const std::string after = "(" + X + (largest ? " < " : " > ") + v + " || " + X + " == " + v +
+                                " && " + j + " > " + row("p", s - 1) + ")";
+      cand = cand.empty() ? after : cand + " && " + after;
+    }
+    const std::string pick = cand.empty() ? X : "(" + cand + " ? " + X + " : " + fill + ")";
+    ctx.stmt(row("v", s) + (largest ? " max= " : " min= ") + pick);
+    const std::string hit = (cand.empty() ? "" : cand + " && ") + X + " == " + row("v", s);
+    ctx.stmt(row("p", s) + " min= " + hit + " ? i64(" + j + ") : " + N);
+  }
+  // The chain's k positions along the output axis: a select over the selections.
+  auto gather_chain = [&](const std::string& name, const std::string& per_row) {
+    std::string e = row(per_row, k - 1);
+    for (int64_t s = k - 1; s-- > 0;)
+      e = "(" + j + " == " + std::to_string(s) + " ? " + row(per_row, s) + " : " + e + ")";
+    ctx.local(name, DType::I64, chain_shape);
+    ctx.stmt(access(name, i) + " = " + e);
+  };
+  gather_chain("pv", "p");
+  ctx.local("pos", DType::I64, chain_shape);
+  if (!fp) {
+    ctx.stmt(access("pos", i) + " = " + access("pv", i));
+  } else {
+    for (int64_t s = 0; s < k; ++s) {
+      ctx.local("q" + std::to_string(s), DType::I64, row_shape);
+      const std::string after = s > 0 ? " && " + j + " > " + row("q", s - 1) : std::string();
+      ctx.stmt(row("q", s) + " min= isnan(" + X + ")" + after + " ? i64(" + j + ") : " + N);
+    }
+    gather_chain("qn", "q");
+    ctx.local("cnt", DType::I64, row_shape);
+    ctx.stmt(access("cnt", row_idx) + " += isnan(" + X + ") ? 1 : 0");
+    // Largest: the first cnt outputs are NaNs. Smallest: the first n - cnt are not.
+    const std::string c = access("cnt", row_idx);
+    const std::string first = largest ? c : "(" + N + " - " + c + ")";
+    const std::string head = largest ? "qn" : "pv", tail = largest ? "pv" : "qn";
+    std::vector<std::string> shifted = i;
+    shifted[axis] = "(" + j + " >= " + first + " ? " + j + " - " + first + " : 0)";
+    ctx.stmt(access("pos", i) + " = " + j + " < " + first + " ? " + access(head, i) + " : " +
+             access(tail, shifted));
+  }
+  ctx.stmt(access("Indices", i) + " = " + access("pos", i));
+  std::vector<std::string> from = i;
+  from[axis] = access("pos", i);
+  ctx.stmt(access("Values", i) + " = " + access("X", from));
+}
+
+// The k largest (or smallest) along an axis, in order, and their i64 positions. For
+// small k, a chain of k selections (emit_topk_chain). Otherwise each element's place in
+// the order is the number of elements that come before it (larger, or equal at a lower
+// position; NaN counts as the largest, as in PyTorch); the position at place r is then
+// the element whose place is r: O(n^2) per row of the axis.
 void emit_topk(OpContext& ctx) {
   const TensorSpec& x = ctx.in("X");
   if (x.dtype == DType::Bool)
@@ -406,6 +497,11 @@ void emit_topk(OpContext& ctx) {
   if (k < 1 || k > n)
     ctx.fail("k {} must be between 1 and the {} elements along axis {}", k, n, axis);
   const bool largest = ctx.attr_bool("largest");
+  // The chain makes about 3k passes (and 3k statements) over a row, the rank count n.
+  if (3 * k + 2 <= n / 4 && k <= 32) {
+    emit_topk_chain(ctx, axis, k, largest);
+    return;
+  }
   const std::vector<std::string> i = index_names(rank_of(x));
   std::vector<std::string> other = i;
   other[axis] = "t";

@@ -181,7 +181,10 @@ void emit_eye_like(OpContext& ctx) {
   }
   ctx.input("X"); // its shape only
   ctx.output("Y", dt, x.shape);
-  const std::string one = dt == DType::Bool ? "true" : "1", zero = dt == DType::Bool ? "false" : "0";
+  // The literals in the output's own type: an untyped 1 : 0 is i64, and its conversion to
+  // f32 lanes costs more than the select.
+  const std::string one = dt == DType::Bool ? "true" : dtype_text(dt) + "(1)",
+                    zero = dt == DType::Bool ? "false" : dtype_text(dt) + "(0)";
   ctx.stmt("Y[i0, i1] = i1 - i0 == " + std::to_string(ctx.attr_int("k")) + " ? " + one + " : " +
            zero);
 }
@@ -358,7 +361,11 @@ void emit_window(OpContext& ctx, const std::string& kind) {
     ctx.fail("attribute 'dtype': the window's dtype must be a float type, got {}", dtype_text(dt));
   const int64_t n1 = ctx.attr_bool("periodic") ? size : size - 1;
   ctx.output("Y", dt, {size});
-  const std::string w = fmt::format("({} * f64(i0))", float_literal(2.0 * M_PI / static_cast<double>(std::max<int64_t>(n1, 1))));
+  // f32 outputs are computed in f32 (as PyTorch does), so the cosines are the lane-wise
+  // vector helper: the angle's error is a few f32 ulp, below the output's own rounding
+  // error near 1. Up to 2^24 samples the position itself is exact in f32; past that, f64.
+  const std::string ct = dt == DType::F64 || size > (int64_t{1} << 24) ? "f64" : "f32";
+  const std::string w = fmt::format("({} * {}(i0))", float_literal(2.0 * M_PI / static_cast<double>(std::max<int64_t>(n1, 1))), ct);
   std::string v;
   if (kind == "hann")
     v = "0.5 - 0.5 * cos(" + w + ")";
