@@ -155,8 +155,15 @@ LoopProgram lower_scheduled(const Kernel& kernel, const ShapeBindings& b, const 
       }
       const std::vector<std::string> loops = named_loops(x);
       int applied = 0;
+      // With `on`, a tensor that several statements write (a zero fill, then a scatter
+      // into it) names every launch storing to it; when some of them have the loops, the
+      // others are skipped (else the primitive's own error names the missing loop).
+      bool some_have = false;
+      for (const LoopFunc& f : p.funcs)
+        some_have |= !x.on.empty() && !is_init(f) && stores_to(f.body, x.on) && has_loops(f, loops);
       for (LoopFunc& f : p.funcs) {
-        if (!x.on.empty() ? (is_init(f) || !stores_to(f.body, x.on)) : !has_loops(f, loops))
+        if (!x.on.empty() ? (is_init(f) || !stores_to(f.body, x.on) || (some_have && !has_loops(f, loops)))
+                          : !has_loops(f, loops))
           continue;
         // Without `on`, primitives about a buffer or a contraction skip the launches they
         // cannot concern (an init launch, one that never touches the buffer).

@@ -664,6 +664,91 @@ AutoSchedule auto_schedule(const Kernel& given, const ShapeBindings& b, const hc
     }
     p = lower_scheduled(given, b, h, s);
   }
+  // Scatters whose unit-stride output index is a plain loop (`dW[Idx[i], d] += dY[i, d]`,
+  // the gradients of embedding, gather, index_select): lowered, the spatial `d` is the
+  // outer loop and the scatter loop runs inside it, so each `d` walks dY down a column,
+  // one element per cache line. On a CPU `d` is split into one chunk per compute unit
+  // (the chunks touch disjoint columns, so they run in parallel; the scatter loop may
+  // not) and its inner part moves innermost and is vectorized: each point of the
+  // scatter loop reads one contiguous row piece. Per output element the scatter points
+  // still come in their order, so `=` scatters keep "the last point wins".
+  if (h.kind == hcd::DeviceKind::Cpu) {
+    for (const Comprehension& c : k.body) {
+      if (!c.is_indirect_store() || c.store_indices.back()->kind != ExprKind::Var) continue;
+      const std::string v = c.store_indices.back()->name;
+      bool elsewhere = false; // `v` inside another index: the lanes would not be contiguous
+      for (size_t n = 0; n + 1 < c.store_indices.size(); ++n) elsewhere |= depends_on(c.store_indices[n], v);
+      if (elsewhere) continue;
+      const LoopBuffer* out = p.find_buffer(c.output);
+      if (!out) continue;
+      const int64_t lanes = std::max(1, h.lanes_for(out->dtype));
+      // The launch's perfect nest down to the indirect store into c.output.
+      std::vector<Stmt> chain;
+      for (const LoopFunc& f : p.funcs) {
+        std::vector<Stmt> loops;
+        Stmt x = f.body;
+        while (x->kind == StmtKind::For && x->body.size() == 1) {
+          loops.push_back(x);
+          x = x->body[0];
+        }
+        bool indirect = false;
+        if (x->kind == StmtKind::Store && x->buffer == c.output)
+          for (const Expr& i : x->indices)
+            visit(i, [&](const Expr& e) { indirect |= e->kind == ExprKind::Access; });
+        if (indirect) chain = loops;
+      }
+      size_t at = chain.size();
+      for (size_t n = 0; n < chain.size(); ++n)
+        if (chain[n]->var == v) at = n;
+      if (lanes < 2 || at + 1 >= chain.size()) continue; // no such loop, or it is innermost already
+      const int64_t extent = const_int_value(chain[at]->extent).value_or(0);
+      if (extent < 2 * lanes) continue;
+      // One chunk per compute unit when `v` is the only parallel loop (outermost), a
+      // multiple of the lanes that divides the extent (no tail); else `v` whole.
+      int64_t chunk = extent;
+      if (at == 0)
+        for (int64_t f = round_up((extent + h.units - 1) / h.units, lanes); f < extent; f += lanes)
+          if (extent % f == 0) {
+            chunk = f;
+            break;
+          }
+      // Split even into one chunk: the chunk loop keeps the grid slot, which the scatter
+      // loop may not take.
+      std::vector<Primitive> prims;
+      Primitive order;
+      order.kind = PrimitiveKind::Reorder;
+      order.on = c.output;
+      std::string inner = v;
+      {
+        Primitive split;
+        split.kind = PrimitiveKind::Split;
+        split.vars = {v};
+        split.factors = {chunk};
+        split.outer = v + "_o";
+        split.inner = v + "_i";
+        split.on = c.output;
+        prims.push_back(split);
+        inner = split.inner;
+      }
+      for (const Stmt& l : chain)
+        order.vars.push_back(l->var != v ? l->var : v + "_o");
+      order.vars.push_back(inner);
+      prims.push_back(order);
+      Primitive vec;
+      vec.kind = PrimitiveKind::Vectorize;
+      vec.vars = {inner};
+      vec.on = c.output;
+      prims.push_back(vec);
+      if (try_add(prims))
+        a.reasons.push_back(fmt::format("{}: scatter over unit-stride '{}' ({} iterations): {}innermost and "
+                                        "vectorized, so each scatter point reads a contiguous row piece",
+                                        c.output, v, extent,
+                                        chunk < extent ? fmt::format("{} chunks of {} in parallel, each ",
+                                                                     extent / chunk, chunk)
+                                                       : std::string()));
+    }
+    p = lower_scheduled(given, b, h, s);
+  }
   // Everything else: the outermost spatial loop in parallel.
   for (const LoopFunc& f : p.funcs) {
     if (f.body->kind != StmtKind::For || f.body->for_kind != ForKind::Serial) continue;

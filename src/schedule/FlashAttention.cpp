@@ -507,7 +507,8 @@ LoopProgram flash_attention(const Kernel& k, const LoopProgram& p, const ShapeBi
   const std::string s_tile = names.fresh(s.scores + "_tile"), s_reg = names.fresh(s.scores + "_reg"),
                     m_run = names.fresh(s.row_max + "_run"), m_new = names.fresh(s.row_max + "_new"),
                     rescale = names.fresh(s.row_max + "_rescale"), l_run = names.fresh(s.row_sum + "_run"),
-                    o_acc = names.fresh(s.output + "_acc"), o_reg = names.fresh(s.output + "_reg");
+                    o_acc = names.fresh(s.output + "_acc"), o_reg = names.fresh(s.output + "_reg"),
+                    mx = names.fresh(s.row_max + "_acc"), sm = names.fresh(s.row_sum + "_acc");
   std::vector<std::string> red;
   for (const std::string& v : ch.reduction_names) red.push_back(names.fresh(v));
 
@@ -612,18 +613,35 @@ LoopProgram flash_attention(const Kernel& k, const LoopProgram& p, const ShapeBi
     if (ok) masked_score = select(ok, masked_score, float_imm(-inf, Tm));
     Expr p = cast_to(Ts, call(MathFn::Exp, {binary(BinaryOp::Sub, sv, cast_to(Ts, mr_new))}));
     if (ok) p = select(ok, p, float_imm(0.0, Ts));
-    return for_loop(
-        r, imm(0), imm(br), ForKind::Serial,
-        block({store(m_new, {var(r)}, mr_run),
-               for_loop(c, imm(0), imm(bj), ForKind::Serial,
-                        store(m_new, {var(r)}, call(MathFn::Max, {mr_new, masked_score}))),
-               store(rescale, {var(r)},
-                     select(binary(BinaryOp::Eq, mr_run, mr_new), float_imm(1.0, Tm),
-                            call(MathFn::Exp, {binary(BinaryOp::Sub, mr_run, mr_new)}))),
-               for_loop(c, imm(0), imm(bj), ForKind::Vectorized, store(s_tile, {var(r), var(c)}, p)),
-               store(l_run, {var(r)}, mul(lr, cast_to(Tl, rd(rescale, {var(r)}, Tm)))),
-               for_loop(c, imm(0), imm(bj), ForKind::Serial, store(l_run, {var(r)}, add(lr, cast_to(Tl, sv)))),
-               store(m_run, {var(r)}, mr_new)}));
+    // The row max and the row sum reduce into one-slot register accumulators, which
+    // vectorize_reduction gives one slot per lane: a serial chain of bj NaN-checked
+    // maxes (or adds) per row was the longest dependency of the block, and LLVM (PoCL)
+    // kept it as a chain of selects. The rescale factors of all rows are one vector
+    // loop (a vector exp, not a scalar exp call per row) between the loop of row maxes
+    // and the loop that uses them.
+    const Expr mx0 = rd(mx, {imm(0)}, Tm), sm0 = rd(sm, {imm(0)}, Tl);
+    Stmt max_row = allocate(mx, Tm, {1}, MemScope::Register,
+                            block({store(mx, {imm(0)}, mr_run),
+                                   for_loop(c, imm(0), imm(bj), ForKind::Serial,
+                                            store(mx, {imm(0)}, call(MathFn::Max, {mx0, masked_score}))),
+                                   store(m_new, {var(r)}, mx0)}));
+    Stmt rescales = for_loop(r, imm(0), imm(br), ForKind::Vectorized,
+                             store(rescale, {var(r)},
+                                   select(binary(BinaryOp::Eq, mr_run, mr_new), float_imm(1.0, Tm),
+                                          call(MathFn::Exp, {binary(BinaryOp::Sub, mr_run, mr_new)}))));
+    Stmt row = block(
+        {for_loop(c, imm(0), imm(bj), ForKind::Vectorized, store(s_tile, {var(r), var(c)}, p)),
+         allocate(sm, Tl, {1}, MemScope::Register,
+                  block({store(sm, {imm(0)}, float_imm(0.0, Tl)),
+                         for_loop(c, imm(0), imm(bj), ForKind::Serial, store(sm, {imm(0)}, add(sm0, cast_to(Tl, sv)))),
+                         store(l_run, {var(r)}, add(mul(lr, cast_to(Tl, rd(rescale, {var(r)}, Tm))), sm0))})),
+         store(m_run, {var(r)}, mr_new)});
+    int vectorized = 0;
+    const auto lanes = [&](DType t) { return std::max(1, h.lanes_for(t)); };
+    max_row = vectorize_reduction(max_row, c, lanes, &vectorized);
+    row = vectorize_reduction(row, c, lanes, &vectorized);
+    return block({for_loop(r, imm(0), imm(br), ForKind::Serial, max_row), rescales,
+                  for_loop(r, imm(0), imm(br), ForKind::Serial, row)});
   };
   Stmt softmax;
   {

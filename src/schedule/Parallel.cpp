@@ -13,14 +13,32 @@ namespace unitile {
 
 namespace {
 
+// `e` changes with `v` other than through a tensor read: a read such as `Idx[i]` may give
+// the same value for two iterations (a scatter's repeated indices), so it does not count.
+bool moves_with(const Expr& e, const std::string& v) {
+  if (e->kind == ExprKind::Var) return e->name == v;
+  if (e->kind == ExprKind::Access) return false;
+  for (const Expr& o : e->operands)
+    if (moves_with(o, v)) return true;
+  return false;
+}
+
 // Every store to a buffer not allocated inside `s` must move with `v`.
 void find_conflict(const Stmt& s, const std::string& v, std::set<std::string>& local, std::string& why) {
   if (!why.empty()) return;
   if (s->kind == StmtKind::Allocate) local.insert(s->buffer);
   if (s->kind == StmtKind::Store && !local.count(s->buffer)) {
     bool moves = false;
-    for (const Expr& i : s->indices) moves |= depends_on(i, v);
-    if (!moves)
+    bool indirect = false;
+    for (const Expr& i : s->indices) {
+      moves |= moves_with(i, v);
+      indirect |= depends_on(i, v);
+    }
+    if (!moves && indirect)
+      why = fmt::format("iterations of '{}' may write the same element of {}[...]: it moves only through "
+                        "data-dependent indices (a scatter's indices may repeat)",
+                        v, s->buffer);
+    else if (!moves)
       why = fmt::format("iterations of '{}' would all write {}[...] at the same element (a reduction over '{}' "
                         "cannot run in parallel)",
                         v, s->buffer, v);

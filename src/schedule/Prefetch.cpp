@@ -10,6 +10,9 @@
 
 #include <fmt/core.h>
 
+#include <functional>
+#include <set>
+
 namespace unitile {
 
 namespace {
@@ -94,7 +97,18 @@ Stmt prefetch_next(const Stmt& body, const std::string& buffer, const std::strin
     if (!last)
       throw fail(fmt::format("loop '{}' holds no loop nest", at));
     const StmtNode* inner = innermost(last);
-    // The reads of `buffer` in the innermost body whose indices move with `at`.
+    // Loops inside that body (a reduction's vector loops under an allocation): a read
+    // indexed by their variables has no address where the hint goes.
+    std::set<std::string> nested;
+    std::function<void(const Stmt&)> bound = [&](const Stmt& x) {
+      if (x->kind == StmtKind::For)
+        nested.insert(x->var);
+      for (const Stmt& b : x->body)
+        bound(b);
+    };
+    bound(inner->body[0]);
+    // The reads of `buffer` in the innermost body whose indices move with `at` (and use
+    // no variable of a loop nested there).
     std::vector<std::vector<Expr>> reads;
     std::function<void(const Stmt&)> collect = [&](const Stmt& x) {
       auto look = [&](const Expr& e) {
@@ -103,10 +117,13 @@ Stmt prefetch_next(const Stmt& body, const std::string& buffer, const std::strin
         visit(e, [&](const Expr& a) {
           if (a->kind != ExprKind::Access || a->name != buffer || a->guard)
             return;
-          bool moves = false;
-          for (const Expr& i : a->operands)
+          bool moves = false, inner_var = false;
+          for (const Expr& i : a->operands) {
             moves |= depends_on(i, at);
-          if (!moves)
+            for (const std::string& v : nested)
+              inner_var |= depends_on(i, v);
+          }
+          if (!moves || inner_var)
             return;
           for (const std::vector<Expr>& seen : reads) {
             bool same = seen.size() == a->operands.size();
@@ -129,7 +146,7 @@ Stmt prefetch_next(const Stmt& body, const std::string& buffer, const std::strin
     if (reads.empty())
       throw fail(fmt::format(
           "the innermost loop '{}' of the last nest in '{}' reads no element of {} that "
-          "moves with '{}'",
+          "moves with '{}' (outside the loops nested in its body)",
           inner->var, at, buffer, at));
     // The next iteration, clamped to the last so the address stays inside the buffer.
     const Expr next = call(MathFn::Min, {binary(BinaryOp::Add, var(at), int_imm(1)),

@@ -13,10 +13,16 @@
 //  - Binary: the program binary clGetProgramInfo returns; load rebuilds from it.
 //  - Launch: grid x block work-items in work-groups of `block`; timer: device-timed
 //    markers (CL_PROFILING_COMMAND_END of each).
+//  - PoCL's kernel cache: one directory per live process (see pocl_cache_slot).
 #define CL_TARGET_OPENCL_VERSION 120
 #include <CL/cl.h>
 
 #include "unitile/device.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -98,16 +104,54 @@ template <typename T> T device_value(cl_device_id d, cl_device_info what) {
   return v;
 }
 
-// `toml` with the value of the first line `key = ...` replaced by `value`.
-std::string with_value(std::string toml, const std::string& key, const std::string& value) {
-  size_t at = toml.find("\n" + key + " = ");
+// `toml` with the value of the first line `key = ...` (after the text `after`) replaced.
+std::string with_value(std::string toml, const std::string& key, const std::string& value,
+                       const std::string& after = "") {
+  size_t at = toml.find("\n" + key + " = ", after.empty() ? 0 : toml.find(after));
   if (at == std::string::npos)
     return toml;
   size_t start = at + key.size() + 4, end = toml.find('\n', start);
   return toml.replace(start, end - start, value);
 }
 
+// PoCL's program binary is its cache directory for the program, serialized: built while
+// another process writes work-group functions into that shared directory, it carries
+// their files, half-written ones too, and the runtime's kernel cache keeps it (a kernel
+// then fails to load until that cache is cleared). So each live process gets a cache
+// directory no other live process uses: the first of $UNITILE_CACHE_DIR/pocl/N (else
+// ~/.cache/unitile/pocl/N) whose lock it can take, held until exit, so later processes
+// reuse a warm one. A POCL_CACHE_DIR set by the user is left alone.
+void pocl_cache_slot() {
+  if (std::getenv("POCL_CACHE_DIR"))
+    return;
+  std::string base;
+  if (const char* u = std::getenv("UNITILE_CACHE_DIR"); u && *u)
+    base = std::string(u) + "/pocl";
+  else if (const char* h = std::getenv("HOME"); h && *h)
+    base = std::string(h) + "/.cache/unitile/pocl";
+  else
+    return;
+  for (size_t at = base.find('/', 1);; at = base.find('/', at + 1)) {
+    mkdir(base.substr(0, at).c_str(), 0755); // mkdir -p; failures show at open below
+    if (at == std::string::npos)
+      break;
+  }
+  for (int slot = 0; slot < 64; ++slot) {
+    std::string dir = base + "/" + std::to_string(slot);
+    int fd = open((dir + ".lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0)
+      return;
+    if (flock(fd, LOCK_EX | LOCK_NB) == 0) { // fd stays open: the lock lives until exit
+      mkdir(dir.c_str(), 0755);
+      setenv("POCL_CACHE_DIR", dir.c_str(), 1);
+      return;
+    }
+    close(fd);
+  }
+}
+
 void open_device(Device& d) {
+  pocl_cache_slot();
   cl_uint n = 0;
   cl_int rc = clGetPlatformIDs(0, nullptr, &n);
   if (rc != CL_SUCCESS || n == 0) {
@@ -158,6 +202,8 @@ void open_device(Device& d) {
                    "[" + std::to_string(d.max_item[0]) + ", " + std::to_string(d.max_item[1]) +
                        ", " + std::to_string(d.max_item[2]) + "]");
   hcd = with_value(hcd, "shared_memory_per_block", std::to_string(d.local_mem));
+  if (cl_ulong llc = device_value<cl_ulong>(d.device, CL_DEVICE_GLOBAL_MEM_CACHE_SIZE))
+    hcd = with_value(hcd, "size", "\"" + std::to_string(llc) + "B\"", "name = \"L3\"");
   cl_uint float_width = device_value<cl_uint>(d.device, CL_DEVICE_PREFERRED_VECTOR_WIDTH_FLOAT);
   if (float_width > 0)
     hcd = with_value(hcd, "vector_bits", std::to_string(32 * float_width));
