@@ -603,11 +603,11 @@ AutoSchedule auto_schedule(const Kernel& given, const ShapeBindings& b, const hc
     // not per outermost index (512 rows that do not stay in L1), if that is legal.
     const size_t rank = t->shape.size();
     bool placed = false;
-    // Off: with it the python suite's batched gradient kernels crashed (test_grad_ops
-    // batch 6, a segfault in a kernel call; not yet understood), so the auto-scheduler
-    // keeps the outermost loop; `compute_at m at i1` written by hand works.
-    constexpr bool kInnerSlices = false;
-    if (kInnerSlices && rank >= 2 && rank < next.indices.size() + next.reduction_vars.size()) {
+    // The loop at depth rank - 1 must be one of the consumer's own (output) loops: a
+    // consumer with fewer of them than the slice's rank (`Y[i0] += t[i0, i1] * W[i0, i1,
+    // i2]`, reducing over i1 and i2) has no `next.indices[rank - 1]`; reading it anyway
+    // was the python suite's segfault (tests/lit/schedule/compute-at-nested.ut, Deep).
+    if (rank >= 2 && rank <= next.indices.size() && rank < next.indices.size() + next.reduction_vars.size()) {
       Primitive inner = ca;
       inner.at = next.indices[rank - 1];
       placed = try_add({inner});
