@@ -71,6 +71,7 @@ Stmt apply_one(const LoopProgram& p, const Stmt& body, const Primitive& x, const
   case PrimitiveKind::MicroKernel: return micro_kernel(p, body, x.at, hcd);
   case PrimitiveKind::Prefetch: return prefetch_next(body, x.buffer, x.at);
   case PrimitiveKind::KeepTerms: return keep_terms(p, body, x.buffer, x.at);
+  case PrimitiveKind::Hoist: return hoist_invariants(p, body, x.buffer, x.at);
   case PrimitiveKind::Stream:
   case PrimitiveKind::ComputeAt:
   case PrimitiveKind::FoldInit:

@@ -949,6 +949,36 @@ AutoSchedule auto_schedule(const Kernel& given, const ShapeBindings& b, const hc
                                         buf.name, kib(bytes), kib(llc)));
     }
   }
+  // Per-slice chains on a CPU: the output loop's divisions and math calls of the slice's
+  // statistics (layernorm's rsqrt(var[i] + eps)) are computed once per slice, before the
+  // loop; the C compiler keeps them in it (HoistInvariants.cpp).
+  if (h.kind == hcd::DeviceKind::Cpu) {
+    p = lower_scheduled(given, b, h, s);
+    for (const LoopFunc& f : p.funcs) {
+      const Stmt& loop = slice_loop(f.body);
+      if (loop->kind != StmtKind::For || loop->body[0]->kind != StmtKind::Block) continue;
+      std::set<std::string> outputs;
+      std::function<void(const Stmt&)> find = [&](const Stmt& x) {
+        if (x->kind == StmtKind::Store) {
+          const LoopBuffer* buf = p.find_buffer(x->buffer);
+          if (buf && buf->role == TensorRole::Output) outputs.insert(x->buffer);
+        }
+        for (const Stmt& c : x->body) find(c);
+      };
+      find(loop);
+      for (const std::string& out : outputs) {
+        Primitive hoist;
+        hoist.kind = PrimitiveKind::Hoist;
+        hoist.buffer = out;
+        hoist.at = loop->var;
+        hoist.on = out;
+        if (try_add({hoist}))
+          a.reasons.push_back(fmt::format("{}: the divisions and math calls of its loop in '{}' that are the same "
+                                          "for the whole slice are computed once, before the loop (hoist)",
+                                          out, loop->var));
+      }
+    }
+  }
   if (a.reasons.empty()) a.reasons.push_back("default schedule: nothing to block or fuse");
   a.reasons.push_back(fmt::format("vector width: {} bits ({} f32 lanes)", h.vector_bits, h.lanes_for(DType::F32)));
   if (last && last_json == to_json(s)) a.program = std::move(last);

@@ -72,6 +72,11 @@ Stmt prefetch_next(const Stmt& body, const std::string& buffer, const std::strin
 /// reduction's result becomes a multiply by its reciprocal, computed once (KeepTerms.cpp).
 Stmt keep_terms(const LoopProgram& p, const Stmt& body, const std::string& buffer, const std::string& at);
 
+/// hoist: in loop `at`, each innermost loop storing into `buffer` computes the divisions
+/// and math calls of the stored values that use no variable bound in it and read no
+/// buffer it stores into once, in a let before it (HoistInvariants.cpp).
+Stmt hoist_invariants(const LoopProgram& p, const Stmt& body, const std::string& buffer, const std::string& at);
+
 /// stream: the output `buffer` is marked for streaming stores: the printer writes its
 /// whole-vector stores with non-temporal instructions where the dialect has them (the
 /// C dialect on x86), which skip the read of each line before it is written and keep it

@@ -27,7 +27,7 @@ constexpr KindName kKinds[] = {
     {PrimitiveKind::FlashAttention, "flash_attention"}, {PrimitiveKind::Widen, "widen"},
     {PrimitiveKind::Pretranspose, "pretranspose"}, {PrimitiveKind::Prefetch, "prefetch"},
     {PrimitiveKind::KeepTerms, "keep_terms"}, {PrimitiveKind::Stream, "stream"},
-    {PrimitiveKind::MatrixUnit, "matrix_unit"},
+    {PrimitiveKind::MatrixUnit, "matrix_unit"}, {PrimitiveKind::Hoist, "hoist"},
 };
 
 constexpr ForKind kBindKinds[] = {ForKind::GridX,   ForKind::GridY,   ForKind::GridZ,
@@ -38,7 +38,7 @@ constexpr MemScope kScopes[] = {MemScope::Global, MemScope::Shared, MemScope::Lo
 const char* kUsage =
     "primitives: split V F [as O, I]; tile V F, W G; reorder V, W, ...; fuse V, W [as N]; "
     "parallel V; vectorize V; unroll V; bind V grid.x|thread.x|...; stage T local|shared|register "
-    "at V; cache_write T register|local at V; compute_at T at V; prefetch T at V; keep_terms T at V; stream T; inline T; widen T; pretranspose T on U; microkernel V; fold_init T; epilogue T; any of "
+    "at V; cache_write T register|local at V; compute_at T at V; prefetch T at V; keep_terms T at V; hoist T at V; stream T; inline T; widen T; pretranspose T on U; microkernel V; fold_init T; epilogue T; any of "
     "them may end with `on T` (the statement writing T); flash_attention O [rows R keys K]; matrix_unit C [tiles BM BN BK "
     "warps WM WN] [tf32]";
 
@@ -182,6 +182,7 @@ public:
     case PrimitiveKind::ComputeAt:
     case PrimitiveKind::Prefetch:
     case PrimitiveKind::KeepTerms:
+    case PrimitiveKind::Hoist:
       p.buffer = ident(next("a tensor name"), "a tensor name");
       keyword("at");
       p.at = ident(next("a loop variable after 'at'"), "a loop variable");
@@ -314,7 +315,8 @@ std::string to_text(const Schedule& s) {
       break;
     case PrimitiveKind::ComputeAt:
     case PrimitiveKind::Prefetch:
-    case PrimitiveKind::KeepTerms: line += fmt::format(" {} at {}", p.buffer, p.at); break;
+    case PrimitiveKind::KeepTerms:
+    case PrimitiveKind::Hoist: line += fmt::format(" {} at {}", p.buffer, p.at); break;
     case PrimitiveKind::Inline:
     case PrimitiveKind::Widen:
     case PrimitiveKind::Pretranspose:

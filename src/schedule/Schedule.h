@@ -40,6 +40,7 @@ enum class PrimitiveKind : uint8_t {
   MatrixUnit,  // the contraction writing `buffer` on the HCD's matrix unit; factors: {} or {bm, bn, bk, warps_m, warps_n}; vars: {"tf32"} to allow tf32
   KeepTerms,   // in loop `at`, the reduction into `buffer` keeps its terms for the map after it
   Stream,      // the output `buffer` is written with streaming (non-temporal) stores where the dialect has them
+  Hoist,       // in loop `at`, the loops storing into `buffer` compute their invariant divisions and calls once, before
 };
 
 const char* primitive_name(PrimitiveKind k); // "split", "cache_write", ...
