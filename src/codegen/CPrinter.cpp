@@ -1220,6 +1220,8 @@ private:
                        std::to_string(const_int(s.extent, &ext) ? std::min<int64_t>(ext, 64) : 4)));
     if (s.for_kind == ForKind::Vectorized && !d_.ivdep_pragma.empty())
       line(std::string(d_.ivdep_pragma));
+    if (s.for_kind == ForKind::Serial && s.unroll_by > 1 && !d_.unroll_pragma.empty())
+      line(replace_all(std::string(d_.unroll_pragma), "{count}", std::to_string(s.unroll_by)));
     std::optional<Interval> range = loop_range(s);
     std::string header = loop_header(s, v);
     Saved saved = bind_var(s.var, range);

@@ -66,6 +66,8 @@ struct StmtNode {
   std::string var;      // For, Let
   Expr min, extent;     // For
   ForKind for_kind = ForKind::Serial;
+  int64_t unroll_by = 0; // For (serial): a hint that the host compiler unroll the loop by
+                         // this factor (the dialect's unroll pragma); 0: no hint
   Expr cond;            // If
   std::string buffer;   // Store, Allocate, Prefetch
   std::vector<Expr> indices; // Store, Prefetch

@@ -532,11 +532,22 @@ private:
            "loops are `for i in 0..64 { }` or `for i in MIN extent EXTENT { }`");
     }
     ForKind kind = ForKind::Serial;
-    if (peek().kind == Tok::Ident) kind = parse_for_kind();
+    if (peek().kind == Tok::Ident && !at_keyword("unroll")) kind = parse_for_kind();
+    int64_t unroll_by = 0;
+    if (at_keyword("unroll")) { // a serial loop's unroll hint: `for k in 0..256 unroll 4 { }`
+      const Token& u = next();
+      unroll_by = expect_int("the unroll factor (an integer)");
+      if (unroll_by < 2 || kind != ForKind::Serial)
+        fail(u, "'unroll N' needs a serial loop and a factor of at least 2");
+    }
     vars_.push_back({v, {DType::I64}});
     Stmt body = parse_body();
     vars_.pop_back();
-    return for_loop(std::move(v), std::move(min), std::move(extent), kind, std::move(body));
+    Stmt loop = for_loop(std::move(v), std::move(min), std::move(extent), kind, std::move(body));
+    if (unroll_by == 0) return loop;
+    auto hinted = std::make_shared<StmtNode>(*loop);
+    hinted->unroll_by = unroll_by;
+    return hinted;
   }
 
   ForKind parse_for_kind() {

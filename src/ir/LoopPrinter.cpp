@@ -144,6 +144,7 @@ void print_stmt(std::string& out, const Stmt& s, int depth) {
     else
       out += print_expr(s->min) + " extent " + print_expr(s->extent);
     if (s->for_kind != ForKind::Serial) out += std::string(" ") + for_kind_name(s->for_kind);
+    if (s->unroll_by > 0) out += fmt::format(" unroll {}", s->unroll_by);
     out += " ";
     print_body(out, s->body.at(0), depth);
     out += "\n";
@@ -240,7 +241,7 @@ bool equal(const Stmt& a, const Stmt& b) {
   if (a->kind != b->kind || a->body.size() != b->body.size()) return false;
   switch (a->kind) {
   case StmtKind::For:
-    if (a->var != b->var || a->for_kind != b->for_kind || !equal(a->min, b->min) ||
+    if (a->var != b->var || a->for_kind != b->for_kind || a->unroll_by != b->unroll_by || !equal(a->min, b->min) ||
         !equal(a->extent, b->extent))
       return false;
     break;

@@ -64,7 +64,7 @@ Stmt apply_one(const LoopProgram& p, const Stmt& body, const Primitive& x, const
                                  &reductions);
     return reductions ? r : vectorize_loop(body, x.vars[0]);
   }
-  case PrimitiveKind::Unroll: return unroll_loop(body, x.vars[0]);
+  case PrimitiveKind::Unroll: return unroll_loop(body, x.vars[0], x.factors.empty() ? 0 : x.factors[0]);
   case PrimitiveKind::Bind: return bind_loop(body, x.vars[0], x.bind);
   case PrimitiveKind::Stage: return stage_buffer(p, body, x.buffer, x.scope, x.at);
   case PrimitiveKind::CacheWrite: return cache_write(p, body, x.buffer, x.scope, x.at);

@@ -359,6 +359,12 @@ std::vector<Primitive> gemm_schedule(const GemmSite& s, const GemmTiling& t) {
   Primitive mk = prim(PrimitiveKind::MicroKernel);
   mk.at = i + "_m";
   out.push_back(mk);
+  if (t.ku > 1) {
+    Primitive un = prim(PrimitiveKind::Unroll);
+    un.vars = {k + "_i"};
+    un.factors = {t.ku};
+    out.push_back(un);
+  }
   // No init launch: the register tile starts as zeros on the first reduction block.
   Primitive fold;
   fold.kind = PrimitiveKind::FoldInit;
@@ -544,7 +550,9 @@ AutoSchedule auto_schedule(const Kernel& given, const ShapeBindings& b, const hc
     bool blocked = true;
     if (!try_add(gemm_schedule(site, t)) && !try_add(gemm_schedule(site, unpacked))) {
       std::vector<Primitive> plain = gemm_schedule(site, unpacked);
-      std::erase_if(plain, [](const Primitive& x) { return x.kind == PrimitiveKind::MicroKernel; });
+      std::erase_if(plain, [](const Primitive& x) {
+        return x.kind == PrimitiveKind::MicroKernel || x.kind == PrimitiveKind::Unroll;
+      });
       if (!try_add(plain)) continue;
       blocked = false;
     }
@@ -577,6 +585,9 @@ AutoSchedule auto_schedule(const Kernel& given, const ShapeBindings& b, const hc
     if (t.a_whole)
       a.reasons.push_back(fmt::format("  A packed once per parallel block ({}x{}, {}) instead of once per nc columns",
                                       t.mg, site.K, kib(t.mg * site.K * bytes)));
+    if (blocked && t.ku > 1)
+      a.reasons.push_back(fmt::format("  unroll: the reduction loop in the register tile {} times by the host compiler "
+                                      "({} FMAs per loop step)", t.ku, t.ku * t.mr * vectors));
     // A local result mapped elementwise by the next statement: the map runs on the
     // finished tiles in this launch (Epilogue.cpp) and the local is never stored.
     const TensorDecl* out = k.find_tensor(site.output);

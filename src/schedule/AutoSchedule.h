@@ -26,6 +26,10 @@ struct GemmTiling {
   // mc x kc block and nc columns: where BLIS's order would pack A again for every nc
   // columns (128 x 50257 x 768 packs A 50 times per block in BLIS order, once this way).
   bool a_whole = false;
+  // The reduction loop inside the register tile (k_i) is unrolled ku times by the host
+  // compiler (`unroll k_i ku`, a hint; 1: not unrolled): its index update, compare and
+  // branch then come once per ku x mr x nr/lanes FMAs instead of once per mr x nr/lanes.
+  int64_t ku = 4;
 };
 
 struct AutoSchedule {

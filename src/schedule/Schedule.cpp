@@ -147,8 +147,11 @@ public:
       break;
     case PrimitiveKind::Parallel:
     case PrimitiveKind::Vectorize:
-    case PrimitiveKind::Unroll:
       p.vars.push_back(ident(next("a loop variable"), "a loop variable"));
+      break;
+    case PrimitiveKind::Unroll: // `unroll V` completely, `unroll V F` by F (a hint)
+      p.vars.push_back(ident(next("a loop variable"), "a loop variable"));
+      if (more()) p.factors.push_back(factor());
       break;
     case PrimitiveKind::Bind: {
       p.vars.push_back(ident(next("a loop variable"), "a loop variable"));
@@ -306,8 +309,11 @@ std::string to_text(const Schedule& s) {
       if (!p.outer.empty()) line += " as " + p.outer;
       break;
     case PrimitiveKind::Parallel:
-    case PrimitiveKind::Vectorize:
-    case PrimitiveKind::Unroll: line += " " + p.vars.at(0); break;
+    case PrimitiveKind::Vectorize: line += " " + p.vars.at(0); break;
+    case PrimitiveKind::Unroll:
+      line += " " + p.vars.at(0);
+      if (!p.factors.empty()) line += fmt::format(" {}", p.factors[0]);
+      break;
     case PrimitiveKind::Bind: line += fmt::format(" {} {}", p.vars.at(0), for_kind_name(p.bind)); break;
     case PrimitiveKind::Stage:
     case PrimitiveKind::CacheWrite:

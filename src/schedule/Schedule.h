@@ -24,7 +24,7 @@ enum class PrimitiveKind : uint8_t {
   Fuse,        // vars[0], vars[1] (perfectly nested) -> outer (the fused name)
   Parallel,    // vars[0] runs its iterations on the device's compute units
   Vectorize,   // vars[0] runs as SIMD lanes
-  Unroll,      // vars[0] is unrolled completely
+  Unroll,      // vars[0] is unrolled completely, or by factors[0] when given (a hint)
   Bind,        // vars[0] becomes the loop kind `bind` (grid.x, thread.x, ...)
   Stage,       // buffer is copied into `scope` at loop `at`, packed in loop order
   CacheWrite,  // buffer is accumulated in `scope` at loop `at`, written back after it

@@ -51,9 +51,9 @@ Schedule replace_block(const Schedule& s, size_t at, size_t length,
 }
 
 using TilingId =
-    std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, bool, bool, bool>;
+    std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, bool, bool, bool, int64_t>;
 TilingId id_of(const GemmTiling& t) {
-  return {t.mr, t.nr, t.kc, t.mc, t.nc, t.mg, t.ng, t.pack_a, t.pack_b, t.a_whole};
+  return {t.mr, t.nr, t.kc, t.mc, t.nc, t.mg, t.ng, t.pack_a, t.pack_b, t.a_whole, t.ku};
 }
 
 int64_t round_up(int64_t x, int64_t m) {
@@ -74,7 +74,8 @@ GemmTiling normalized(GemmTiling t, const GemmSite& s) {
 }
 
 // One step along each parameter: mr by one row, nr by one vector, kc, mc, nc and the
-// parallel block's mg and ng by a factor of two, each packing and the loop order switched.
+// parallel block's mg and ng by a factor of two, each packing and the loop order switched,
+// the reduction loop's unroll factor by two.
 std::vector<GemmTiling> neighbours(const GemmTiling& t, const GemmSite& s, int lanes) {
   std::vector<GemmTiling> out;
   auto add = [&](auto change) {
@@ -100,6 +101,8 @@ std::vector<GemmTiling> neighbours(const GemmTiling& t, const GemmSite& s, int l
   add([](GemmTiling& n) { n.pack_a = !n.pack_a; });
   add([](GemmTiling& n) { n.pack_b = !n.pack_b; });
   add([](GemmTiling& n) { n.a_whole = !n.a_whole; });
+  add([](GemmTiling& n) { n.ku = std::min<int64_t>(8, n.ku * 2); });
+  add([](GemmTiling& n) { n.ku = std::max<int64_t>(1, n.ku / 2); });
   return out;
 }
 
