@@ -1528,8 +1528,15 @@ private:
   bool vector_loop(const StmtNode& s) {
     auto lookup = [&](const std::string& n) -> std::optional<VectorBufferInfo> {
       auto it = buffers_.find(n);
-      if (it == buffers_.end() || it->second.holds_compute_type)
+      if (it == buffers_.end())
         return std::nullopt;
+      // A local f16/bf16 allocation that holds floats (a widened GEMM's packed panels)
+      // is an f32 array to the vector code.
+      if (it->second.holds_compute_type) {
+        if (d_.vector_syntax != VectorSyntax::Gcc)
+          return std::nullopt; // the half-lane helpers are the C dialect's
+        return VectorBufferInfo{DType::F32, &it->second.shape};
+      }
       return VectorBufferInfo{it->second.dtype, &it->second.shape};
     };
     auto stores = vector_loop_stores(s, lookup, d_.vector_syntax == VectorSyntax::Gcc);
@@ -1572,6 +1579,15 @@ private:
           continue;
         }
         const BufferView& b = buffer(st->buffer);
+        if (b.holds_compute_type) { // an f32 array: rounded only by a cast to its type
+          const bool cast = st->value->kind == ExprKind::Cast && st->value->type == b.dtype;
+          std::string value = vexpr(cast ? st->value->operands[0] : st->value, DType::F32, s.var, lanes);
+          if (cast)
+            value = fmt::format("{}_round({})", helpers_.need_half_lanes(b.dtype, lanes), value);
+          line(fmt::format("{}_store(&{}[{}], {});", helpers_.need_vector(DType::F32, lanes),
+                           names_.buffer(st->buffer), linear_index(st->indices, b.shape), value));
+          continue;
+        }
         if (half_type(b.dtype)) { // rounded to nearest even as it is stored
           // A cast to the buffer's own type rounds exactly as the store does.
           const Expr& x = st->value->kind == ExprKind::Cast && st->value->type == b.dtype
@@ -1718,11 +1734,12 @@ private:
       const BufferView& b = buffer(e->name);
       if (b.vector_lanes)
         return fmt::format("{}[{}]", names_.buffer(e->name), vector_slot(e->operands, b));
-      std::string bt = half_type(b.dtype) ? helpers_.need_half_lanes(b.dtype, lanes)
-                                          : helpers_.need_vector(b.dtype, lanes);
+      const DType held = b.holds_compute_type ? DType::F32 : b.dtype; // see vector_loop
+      std::string bt = half_type(held) ? helpers_.need_half_lanes(held, lanes)
+                                       : helpers_.need_vector(held, lanes);
       std::string x = fmt::format("{}_load(&{}[{}])", bt, names_.buffer(e->name),
                                   linear_index(clamped_indices(e, b.shape), b.shape));
-      return convert_vector(x, b.dtype, want, lanes);
+      return convert_vector(x, held, want, lanes);
     }
     case ExprKind::Unary:
       if (e->unary_op == UnaryOp::Not)
