@@ -367,6 +367,22 @@ std::vector<Primitive> gemm_schedule(const GemmSite& s, const GemmTiling& t) {
   return out;
 }
 
+// The loop of a launch whose body is the slice's passes: the launch's outermost loop, or
+// the innermost of the loops nested directly in it (a rank-3 row chain: i1 inside i0).
+static const Stmt& slice_loop(const Stmt& loop) {
+  const Stmt* l = &loop;
+  while ((*l)->kind == StmtKind::For) {
+    const Stmt& b = (*l)->body[0];
+    if (b->kind == StmtKind::For)
+      l = &b;
+    else if (b->kind == StmtKind::Block && b->body.size() == 1 && b->body[0]->kind == StmtKind::For)
+      l = &b->body[0];
+    else
+      break;
+  }
+  return *l;
+}
+
 AutoSchedule auto_schedule(const Kernel& given, const ShapeBindings& b, const hcd::Hcd& h) {
   AutoSchedule a;
   Schedule& s = a.schedule;
@@ -582,7 +598,22 @@ AutoSchedule auto_schedule(const Kernel& given, const ShapeBindings& b, const hc
     ca.kind = PrimitiveKind::ComputeAt;
     ca.buffer = c.output;
     ca.at = next.indices[0];
-    if (try_add({ca}))
+    // A slice of lower rank than the statement reading it (softmax's row statistics
+    // m[i0, i1] of a rank-3 X): the producer runs per innermost slice (one row, at i1),
+    // not per outermost index (512 rows that do not stay in L1), if that is legal.
+    const size_t rank = t->shape.size();
+    bool placed = false;
+    // The loop at depth rank - 1 must be one of the consumer's own (output) loops: a
+    // consumer with fewer of them than the slice's rank (`Y[i0] += t[i0, i1] * W[i0, i1,
+    // i2]`, reducing over i1 and i2) has no `next.indices[rank - 1]`; reading it anyway
+    // was the python suite's segfault (tests/lit/schedule/compute-at-nested.ut, Deep).
+    if (rank >= 2 && rank <= next.indices.size() && rank < next.indices.size() + next.reduction_vars.size()) {
+      Primitive inner = ca;
+      inner.at = next.indices[rank - 1];
+      placed = try_add({inner});
+      if (placed) ca = inner;
+    }
+    if (placed || try_add({ca}))
       a.reasons.push_back(fmt::format("{}: computed inside the loop '{}' of the statement writing {} (one launch, "
                                       "the slice stays in L1)",
                                       c.output, ca.at, next.output));
@@ -593,7 +624,7 @@ AutoSchedule auto_schedule(const Kernel& given, const ShapeBindings& b, const hc
   LoopProgram p = lower_scheduled(given, b, h, s);
   if (h.kind == hcd::DeviceKind::Cpu) {
     for (const LoopFunc& f : p.funcs) {
-      const Stmt& loop = f.body;
+      const Stmt& loop = slice_loop(f.body);
       if (loop->kind != StmtKind::For || loop->body[0]->kind != StmtKind::Block) continue;
       std::string written; // the func's output, to name the launch
       std::set<std::string> stored;
@@ -833,7 +864,8 @@ AutoSchedule auto_schedule(const Kernel& given, const ShapeBindings& b, const hc
         if (x->kind == StmtKind::Block || x->kind == StmtKind::Let || x->kind == StmtKind::Allocate)
           for (const Stmt& c : x->body) walk(c);
       };
-      walk(loop->body[0]);
+      const Stmt& slice = slice_loop(loop);
+      walk(slice->body[0]);
       if (nests.size() < 2) continue;
       std::string written;
       std::function<void(const Stmt&)> find_out = [&](const Stmt& x) {
@@ -854,12 +886,12 @@ AutoSchedule auto_schedule(const Kernel& given, const ShapeBindings& b, const hc
         Primitive pf;
         pf.kind = PrimitiveKind::Prefetch;
         pf.buffer = buf.name;
-        pf.at = loop->var;
+        pf.at = slice->var;
         pf.on = written;
         if (try_add({pf}))
           a.reasons.push_back(fmt::format("{}: the last loop nest of each '{}' slice that reads {} prefetches it for "
                                           "the next slice ({} of {} exceeds L2 {}: the first pass would wait on memory)",
-                                          written, loop->var, buf.name, buf.name, kib(bytes), kib(l2_bytes)));
+                                          written, slice->var, buf.name, buf.name, kib(bytes), kib(l2_bytes)));
       }
     }
   }

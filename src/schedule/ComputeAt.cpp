@@ -1,5 +1,6 @@
-// compute_at: run a producer statement inside its consumer's outermost loop, one launch
-// instead of two.
+// compute_at: run a producer statement inside its consumer's loop `at` (the outermost, or
+// one nested only in loops: a per-row chain over the last axis of a rank-3 tensor runs
+// inside i1 within i0), one launch instead of two.
 //
 // Why: softmax's row max, row sum and normalisation are three statements; as three
 // launches each row is read from memory three times, as one launch the row is still in
@@ -118,35 +119,77 @@ LoopProgram compute_at(const LoopProgram& p, const std::string& buffer, const st
                                "producer reads",
                                buffer, b));
   }
-  if (cons->kind != StmtKind::For || cons->var != at)
-    throw fail(fmt::format("'{}' is not the outermost loop of the statement that reads '{}'", at, buffer));
-  if (prod->kind != StmtKind::For) throw fail("the producer has no outermost loop");
-  auto pe = const_int_value(prod->extent), ce = const_int_value(cons->extent);
-  if (!pe || !ce || *pe != *ce || prod->for_kind != cons->for_kind)
-    throw fail(fmt::format("the producer's outermost loop '{}' and '{}' differ in extent or kind", prod->var, at));
-  // The producer's iteration v writes exactly the elements the consumer's iteration v reads.
+  // The consumer's loops from the outermost down to `at`, perfectly nested (a slice loop
+  // inside leading loops: softmax over the last axis of a rank-3 tensor runs per row
+  // i1 inside i0), and the producer's loops at the same depths.
+  auto inner_loop = [](const Stmt& s) -> const Stmt* {
+    const Stmt& b = s->body[0];
+    if (b->kind == StmtKind::For) return &b;
+    if (b->kind == StmtKind::Block && b->body.size() == 1 && b->body[0]->kind == StmtKind::For) return &b->body[0];
+    return nullptr;
+  };
+  std::vector<const Stmt*> cloops, ploops;
+  for (const Stmt* c = &cons; c && (*c)->kind == StmtKind::For; c = inner_loop(*c)) {
+    cloops.push_back(c);
+    if ((*c)->var == at) break;
+  }
+  if (cloops.empty() || (*cloops.back())->var != at)
+    throw fail(fmt::format("'{}' is not a loop of the statement that reads '{}' with only loops around it", at,
+                           buffer));
+  for (const Stmt* c = &prod; c && (*c)->kind == StmtKind::For && ploops.size() < cloops.size(); c = inner_loop(*c))
+    ploops.push_back(c);
+  if (ploops.empty()) throw fail("the producer has no outermost loop");
+  if (ploops.size() < cloops.size())
+    throw fail(fmt::format("the producer has fewer loops around its body than '{}' has", at));
+  // The producer's iteration (v0, .., vk) writes exactly the elements the consumer's
+  // iteration (v0, .., vk) reads: each level's variable is alone in one index of every
+  // write and every read.
   std::vector<std::vector<Expr>> w, r;
   accesses(prod, buffer, true, w);
   accesses(cons, buffer, false, r);
-  size_t dim = SIZE_MAX;
-  for (size_t d = 0; d < w[0].size(); ++d) {
-    bool ok = true;
-    for (const auto& x : w) ok &= x[d]->kind == ExprKind::Var && x[d]->name == prod->var;
-    for (const auto& x : r) ok &= x[d]->kind == ExprKind::Var && x[d]->name == at;
-    if (ok) {
-      dim = d;
-      break;
+  for (size_t l = 0; l < cloops.size(); ++l) {
+    const Stmt& pl = *ploops[l];
+    const Stmt& cl = *cloops[l];
+    auto pe = const_int_value(pl->extent), ce = const_int_value(cl->extent);
+    if (!pe || !ce || *pe != *ce || pl->for_kind != cl->for_kind || const_int_value(pl->min) != const_int_value(cl->min))
+      throw fail(fmt::format("the producer's loop '{}' and '{}' differ in range or kind", pl->var, cl->var));
+    size_t dim = SIZE_MAX;
+    for (size_t d = 0; d < w[0].size(); ++d) {
+      bool ok = true;
+      for (const auto& x : w) ok &= x[d]->kind == ExprKind::Var && x[d]->name == pl->var;
+      for (const auto& x : r) ok &= x[d]->kind == ExprKind::Var && x[d]->name == cl->var;
+      if (ok) {
+        dim = d;
+        break;
+      }
     }
+    if (dim == SIZE_MAX)
+      throw fail(fmt::format("the consumer reads '{}' at elements another iteration of '{}' writes", buffer, cl->var));
   }
-  if (dim == SIZE_MAX)
-    throw fail(fmt::format("the consumer reads '{}' at elements another iteration of '{}' writes", buffer, at));
-  // Renaming the producer's loop variable to `at` must not capture a loop of its own
-  // named `at` (a transposing producer: `T[i1, i0] = X[i0, i1]` read as T[i0, i1]).
-  if (prod->var != at && binds(prod->body[0], at))
-    throw fail(fmt::format("the producer has a loop of its own named '{}'", at));
-  Stmt moved = prod->var == at ? prod->body[0] : substitute(prod->body[0], prod->var, var(at));
+  // Renaming the producer's loop variables to the consumer's must not capture a loop of
+  // its own of that name (a transposing producer: `T[i1, i0] = X[i0, i1]` read as
+  // T[i0, i1]), nor one renamed variable another.
+  Stmt moved = (*ploops.back())->body[0];
+  std::set<std::string> pvars;
+  for (const Stmt* pl : ploops) pvars.insert((*pl)->var);
+  for (size_t l = 0; l < cloops.size(); ++l) {
+    const std::string& pv = (*ploops[l])->var;
+    const std::string& cv = (*cloops[l])->var;
+    if (pv == cv) continue;
+    if (binds(moved, cv) || (pvars.count(cv) && cloops.size() > 1))
+      throw fail(fmt::format("the producer has a loop of its own named '{}'", cv));
+  }
+  for (size_t l = 0; l < cloops.size(); ++l)
+    if ((*ploops[l])->var != (*cloops[l])->var) moved = substitute(moved, (*ploops[l])->var, var((*cloops[l])->var));
+  // Rebuild the consumer's nest with the producer's body first in the `at` loop.
+  std::function<Stmt(const Stmt&, size_t)> rebuild = [&](const Stmt& s, size_t l) -> Stmt {
+    if (l + 1 == cloops.size()) return with_body(s, {block({moved, s->body[0]})});
+    const Stmt& b = s->body[0];
+    if (b->kind == StmtKind::For) return with_body(s, {rebuild(b, l + 1)});
+    return with_body(s, {with_body(b, {rebuild(b->body[0], l + 1)})});
+  };
   LoopProgram out = p;
-  out.funcs[ci].body = with_body(cons, {block({moved, cons->body[0]})});
+  out.funcs[ci].body = rebuild(cons, 0);
   out.funcs.erase(out.funcs.begin() + static_cast<std::ptrdiff_t>(pi));
   return out;
 }

@@ -103,9 +103,11 @@ Stmt cache_write(const LoopProgram& p, const Stmt& body, const std::string& buff
 /// the nr loop vectorized. The tile must fit the HCD's vector registers.
 Stmt micro_kernel(const LoopProgram& p, const Stmt& body, const std::string& at, const hcd::Hcd& hcd);
 
-/// compute_at: the func writing `buffer` moves into the next func that reads it, at that
-/// func's outermost loop `at` (same extent). Legal when the consumer reads `buffer` only
-/// at the element the producer writes in the same iteration of the shared loop.
+/// compute_at: the func writing `buffer` moves into the next func that reads it, into
+/// that func's loop `at`: its outermost loop or one nested only in loops, matched level
+/// by level with the producer's loops (same ranges). Legal when the consumer reads
+/// `buffer` only at the element the producer writes in the same iteration of the shared
+/// loops.
 LoopProgram compute_at(const LoopProgram& p, const std::string& buffer, const std::string& at);
 
 /// fold_init: the init launch of reduction output `buffer` is dropped and its update

@@ -46,9 +46,10 @@ ScheduleLookup tuning_database_lookup(std::optional<std::filesystem::path> path)
     FoundSchedule found;
     found.schedule = schedule_from_json(best->schedule_json, state->path->string());
     found.reasons.push_back(
-        fmt::format("tuned: the fastest measured schedule for shape {} in {} (median {:.4g} ms, "
-                    "measured {})",
-                    key.shape, state->path->string(), best->median_ms, best->created));
+        fmt::format("tuned: the fastest measured schedule for shape {} in {} (median {:.4g} ms "
+                    "over {} measurement{}, last {})",
+                    key.shape, state->path->string(), best->median_ms, best->measurements,
+                    best->measurements == 1 ? "" : "s", best->created));
     return found;
   };
 }

@@ -9,7 +9,9 @@
 #include <nlohmann/json.hpp>
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <chrono>
+#include <map>
 #include <cstdlib>
 #include <ctime>
 
@@ -226,20 +228,52 @@ size_t TuningDatabase::insert_new(const std::vector<TuningRecord>& rows) {
 }
 
 std::optional<TuningRecord> TuningDatabase::best(const TuningKey& key) const {
-  Statement st(
-      db_,
-      fmt::format(
-          "SELECT {} FROM measurements WHERE kernel_hash=? AND shape=? AND dtype=? AND hcd_hash=? "
-          "AND status='ok' ORDER BY median_ms ASC, id ASC LIMIT 1",
-          kColumns),
-      path_);
+  // A schedule measured several times (the tuner re-times its leaders, interleaved with
+  // the auto-scheduler's schedule) is judged by the median of its measurements, so one
+  // lucky run on a noisy machine does not make it the best.
+  Statement st(db_,
+               fmt::format("SELECT {} FROM measurements WHERE kernel_hash=? AND shape=? AND "
+                           "dtype=? AND hcd_hash=? AND status='ok' ORDER BY id ASC",
+                           kColumns),
+               path_);
   st.text(1, key.kernel_hash);
   st.text(2, key.shape);
   st.text(3, key.dtype);
   st.text(4, key.hcd_hash);
-  if (st.step() != SQLITE_ROW)
+  struct Group {
+    TuningRecord latest;
+    std::vector<double> ms;
+    size_t first = 0; // order of the schedule's first measurement: ties go to the earlier
+  };
+  std::map<std::string, Group> groups;
+  size_t order = 0;
+  while (st.step() == SQLITE_ROW) {
+    TuningRecord r = read_record(st, path_.string());
+    auto [it, fresh] = groups.try_emplace(r.schedule_json);
+    if (fresh)
+      it->second.first = order;
+    it->second.ms.push_back(r.median_ms);
+    it->second.latest = std::move(r);
+    ++order;
+  }
+  const Group* best = nullptr;
+  double best_ms = 0;
+  for (auto& [schedule, g] : groups) {
+    std::vector<double> v = g.ms;
+    std::sort(v.begin(), v.end());
+    const size_t n = v.size();
+    const double m = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+    if (!best || m < best_ms || (m == best_ms && g.first < best->first)) {
+      best = &g;
+      best_ms = m;
+    }
+  }
+  if (!best)
     return std::nullopt;
-  return read_record(st, path_.string());
+  TuningRecord out = best->latest;
+  out.median_ms = best_ms;
+  out.measurements = static_cast<int>(best->ms.size());
+  return out;
 }
 
 std::vector<TuningRecord> TuningDatabase::rows(const TuningKey* key) const {

@@ -31,6 +31,7 @@ struct TuningRecord {
   TrialStatus status = TrialStatus::Ok;
   std::string detail;  // why it was rejected, when it was
   std::string created; // UTC time of the measurement, ISO 8601 with microseconds
+  int measurements = 1; // from best(): how many ok rows of this schedule median_ms summarises
 };
 
 class TuningDatabase {
@@ -53,7 +54,9 @@ public:
   /// present (same key, schedule and time). Returns how many were new.
   size_t insert_new(const std::vector<TuningRecord>& rows);
 
-  /// The fastest ok row for `key`, if any.
+  /// The best schedule for `key`, if any ok row exists: the one whose ok rows have the
+  /// lowest median (each row is one measurement's median), ties to the earliest; the
+  /// record is its latest row with median_ms set to that median.
   std::optional<TuningRecord> best(const TuningKey& key) const;
   /// Every row of `key` (all rows when null), oldest first.
   std::vector<TuningRecord> rows(const TuningKey* key = nullptr) const;

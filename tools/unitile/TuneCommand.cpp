@@ -142,6 +142,8 @@ int tune_command(const TuneOptions& o) {
     auto progress = [&](const TuneProgress& p) {
       std::string line = fmt::format("tune {}: trial {}{}", k->name, p.trial,
                                      p.trials ? fmt::format("/{}", p.trials) : "");
+      if (p.retimed)
+        line += fmt::format(", re-timing {}", p.retimed);
       line += p.best_ms ? fmt::format(", best {:.4g} ms", *p.best_ms) : ", no valid schedule yet";
       if (p.last && p.last->status != TrialStatus::Ok)
         line += fmt::format(" (last: {})", trial_status_name(p.last->status));
@@ -154,11 +156,13 @@ int tune_command(const TuneOptions& o) {
     const TuneResult r = tune_kernel(session, sim, db, *k, b, params, to, progress);
     if (tty)
       std::cerr << "\n";
-    std::cout << fmt::format("kernel {} shapes {}: {} trials, {} GEMM site{}, ", k->name,
-                             shape_bucket(b), r.trials, r.gemm_sites, r.gemm_sites == 1 ? "" : "s");
+    std::cout << fmt::format("kernel {} shapes {}: {} trials, {} re-timed, {} GEMM site{}, ",
+                             k->name, shape_bucket(b), r.trials, r.retimed, r.gemm_sites,
+                             r.gemm_sites == 1 ? "" : "s");
     if (r.best)
-      std::cout << fmt::format("best median {:.4g} ms, recorded in {}\n", r.best->median_ms,
-                               db.path().string());
+      std::cout << fmt::format("best median {:.4g} ms over {} measurement{}, recorded in {}\n",
+                               r.best->median_ms, r.best->measurements,
+                               r.best->measurements == 1 ? "" : "s", db.path().string());
     else
       std::cout << fmt::format("no candidate passed the check (rows recorded in {})\n",
                                db.path().string());

@@ -1,4 +1,5 @@
-// The lane-wise f32 math helpers (VectorMath.cpp) compiled by the host compiler and run
+// The lane-wise f32 math helpers (VectorMath.cpp, and exp, sigmoid, min and max from
+// CHelpers.cpp) compiled by the host compiler and run
 // against glibc's double-precision functions, special values included.
 #include "codegen/CDialect.h"
 #include "codegen/CHelpers.h"
@@ -61,6 +62,8 @@ static int check(const char* name, vfn f, double (*ref)(double), float (*ref_f)(
   return bad;
 }
 static double exp2_d(double x) { return exp2(x); }
+static double sigmoid_d(double x) { return 1.0 / (1.0 + exp(-x)); }
+static float sigmoid_f(float x) { return (float)sigmoid_d(x); }
 static float exp2_f(float x) { return exp2f(x); }
 static ut_v8f32 atan2_y1(ut_v8f32 x) { return ut_v8f32_atan2(ut_v8f32_splat(1.0f), x); }
 static double atan2_y1_d(double x) { return atan2(1.0, x); }
@@ -77,6 +80,20 @@ int main(void) {
   CHECK(atan, -1e30, 1e30, 3); CHECK(sinh, -89, 89, 4); CHECK(cosh, -89, 89, 4);
   CHECK(asinh, -1e30, 1e30, 4); CHECK(acosh, 1, 1e30, 3); CHECK(atanh, -1, 1, 3);
   bad += check("exp2", ut_v8f32_exp2, exp2_d, exp2_f, -151, 129, 2);
+  bad += check("exp", ut_v8f32_exp, exp, expf, -115, 90, 2);
+  bad += check("sigmoid", ut_v8f32_sigmoid, sigmoid_d, sigmoid_f, -80, 80, 3);
+  // min and max: NaN from either side, otherwise the comparison's pick (max(+0, -0) is b).
+  const float mv[5] = {1.0f, -2.0f, NAN, 0.0f, -0.0f};
+  for (int a = 0; a < 5; ++a)
+    for (int b = 0; b < 5; ++b) {
+      float x = mv[a], y = mv[b];
+      float mx = ut_v8f32_max(ut_v8f32_splat(x), ut_v8f32_splat(y))[3];
+      float mn = ut_v8f32_min(ut_v8f32_splat(x), ut_v8f32_splat(y))[3];
+      float want_mx = (x != x || y != y) ? NAN : (x > y ? x : y), want_mn = (x != x || y != y) ? NAN : (x < y ? x : y);
+      if ((isnan(want_mx) ? !isnan(mx) : (mx != want_mx || signbit(mx) != signbit(want_mx))) ||
+          (isnan(want_mn) ? !isnan(mn) : (mn != want_mn || signbit(mn) != signbit(want_mn))))
+        if (!bad++) printf("max/min(%g, %g) = %g / %g\n", x, y, mx, mn);
+    }
   bad += check("atan2(1, x)", atan2_y1, atan2_y1_d, atan2_y1_f, -1e30, 1e30, 4);
   bad += check("atan2(y, -1)", atan2_x1, atan2_x1_d, atan2_x1_f, -1e30, 1e30, 4);
   const float v[6] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, 2.0f};

@@ -74,6 +74,32 @@ TEST(TuningDatabase, BestIsTheFastestOkRowOfItsKey) {
   EXPECT_DOUBLE_EQ(again.best(key)->median_ms, 1.0);
 }
 
+// A schedule measured several times is judged by the median of its rows: one lucky run
+// (0.5 ms among 3.0s) loses to a schedule that is steadily 2.0 ms.
+TEST(TuningDatabase, BestIsTheLowestMedianOverEachSchedulesRows) {
+  const TempDb tmp("median");
+  TuningDatabase db(tmp.path);
+  db.insert(record("M=64", 0.5, TrialStatus::Ok, kSplit));
+  db.insert(record("M=64", 2.1, TrialStatus::Ok, kEmpty));
+  db.insert(record("M=64", 3.0, TrialStatus::Ok, kSplit));
+  db.insert(record("M=64", 1.9, TrialStatus::Ok, kEmpty));
+  db.insert(record("M=64", 3.2, TrialStatus::Ok, kSplit));
+  const TuningKey key = record("M=64", 0, TrialStatus::Ok, kEmpty).key;
+  auto best = db.best(key);
+  ASSERT_TRUE(best);
+  EXPECT_DOUBLE_EQ(best->median_ms, 2.0); // (1.9 + 2.1) / 2
+  EXPECT_EQ(best->measurements, 2);
+  EXPECT_TRUE(schedule_from_json(best->schedule_json, "test").primitives.empty());
+  // Two more fast runs of the split schedule (0.5, 0.6, 0.7, 3.0, 3.2): its median, 0.7,
+  // is now the lower.
+  db.insert(record("M=64", 0.6, TrialStatus::Ok, kSplit));
+  db.insert(record("M=64", 0.7, TrialStatus::Ok, kSplit));
+  best = db.best(key);
+  EXPECT_DOUBLE_EQ(best->median_ms, 0.7);
+  EXPECT_EQ(best->measurements, 5);
+  EXPECT_EQ(schedule_from_json(best->schedule_json, "test").primitives.size(), 1u);
+}
+
 TEST(TuningDatabase, ExportImportRoundTrip) {
   const TempDb a_tmp("export"), b_tmp("import");
   TuningDatabase from(a_tmp.path);
