@@ -33,6 +33,12 @@ int devices_command(const std::string& print_hcd) {
     if (!d.unavailable.empty())
       std::cout << "    unavailable: " << d.unavailable << "\n";
   }
+  // The HCDs compiled in, which --hcd takes by name: sim runs and models any of them (the
+  // virtual NPU has no device of its own), the others are the devices' own files. No
+  // blank line: scripts read this listing line by line (tests/lit/lit.cfg.py).
+  std::cout << "HCDs built in (--hcd NAME; `--device sim --hcd NAME --report` models any of them):\n";
+  for (const std::string& name : hcd::builtin_names())
+    std::cout << fmt::format("    {}\n", hcd::summary(hcd::builtin(name)));
   return 0;
 }
 
