@@ -400,8 +400,7 @@ AutoSchedule auto_schedule(const Kernel& given, const ShapeBindings& b, const hc
   auto lower = [&](const Schedule& x) -> LoopProgram {
     std::string json = to_json(x);
     if (last && json == last_json) return *last;
-    last.reset();
-    LoopProgram p = lower_scheduled(given, b, h, x);
+    LoopProgram p = lower_scheduled(given, b, h, x); // a refused trial keeps the memo
     last = p;
     last_json = std::move(json);
     return p;
@@ -964,7 +963,7 @@ AutoSchedule auto_schedule(const Kernel& given, const ShapeBindings& b, const hc
   // statistics (layernorm's rsqrt(var[i] + eps)) are computed once per slice, before the
   // loop; the C compiler keeps them in it (HoistInvariants.cpp).
   if (h.kind == hcd::DeviceKind::Cpu) {
-    p = lower_scheduled(given, b, h, s);
+    p = lower(s);
     for (const LoopFunc& f : p.funcs) {
       const Stmt& loop = slice_loop(f.body);
       if (loop->kind != StmtKind::For || loop->body[0]->kind != StmtKind::Block) continue;
