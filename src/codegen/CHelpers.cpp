@@ -209,22 +209,26 @@ const char* dtype_ctype(DType t) {
 
 // Lane-wise exp, sigmoid, tanh and erf of f32 vectors, so that loops calling them stay
 // vector code instead of one libm call per element.
-//   exp: x = n ln2 + r with |r| <= ln2/2 (ln2 split in two parts for exactness), e^r =
-//     1 + r + r^2 q(r) with q of degree 4 (a relative minimax fit on [-ln2/2, ln2/2],
-//     error 0.3 ulp before rounding). n comes from the round-to-nearest trick z = x
-//     log2(e) + 1.5 2^23, n = z - 1.5 2^23, and while |n| <= 126 for every lane the
-//     scale 2^n is z's integer bits shifted into the exponent field (n << 23 + 127 << 23:
-//     two integer instructions, no conversion), so the result is one FMA, q 2^n + 2^n.
-//     A vector with a lane beyond that (results that overflow, are subnormal or 0, and
-//     +-inf; NaN stays on the fast path, where it propagates) takes `_exp_wide`: x
-//     clamped to [-110, 89] and 2^n applied in two factors, so results down to the
-//     subnormal range are scaled right, beyond 88.72 the product overflows to inf and
-//     below -103.97 it rounds to 0. The test of the lanes is an and, a compare and a
-//     mask move; the fast path is about 17 vector instructions (22 for the wide one,
-//     whose clamps and two-step scale every call paid before; 33 for the Cephes form
-//     before that). Softmax's exp pass ran 1.4-1.5x faster with it (docs/PERFORMANCE.md).
-//     Measured error 1.16 ulp over [-115, 90] (test_vector_math; 5e7 points: 1.162 ulp,
-//     relative 9.8e-8).
+//   exp: x = (n / 8) ln2 + r with |r| <= ln2/16 (ln2/8 split in two parts, the first
+//     short enough that n times it is exact), e^x = 2^(n >> 3) 2^((n & 7) / 8) e^r. n
+//     comes from the round-to-nearest trick z = x 8 log2(e) + 1.5 2^23, n = z - 1.5 2^23,
+//     so n's integer is z's low bits (no conversion); 2^((n & 7) / 8) is one of eight
+//     table entries, picked by a lane permutation (`$V_exp2_8th`: one vpermps on AVX2);
+//     2^(n >> 3) goes into that entry's exponent field by an integer add; e^r = 1 + r +
+//     r^2 (c2 + c3 r) (a relative minimax fit on [-ln2/16, ln2/16], error 2.6e-8 before
+//     rounding); the result is one FMA, p s + s. That holds while |n| <= 1008 (2^(n >> 3)
+//     normal) for every lane; a vector with a lane beyond (results that overflow, are
+//     subnormal or 0, and +-inf; NaN stays on the fast path, where it propagates) takes
+//     `_exp_wide` for those lanes (the others keep the fast path's bits, so a lane's
+//     result does not depend on its neighbours or the vector width): x clamped to [-110, 89], a degree-6 polynomial on |r| <= ln2/2 and 2^n
+//     applied in two factors, so results down to the subnormal range are scaled right,
+//     beyond 88.72 the product overflows to inf and below -103.97 it rounds to 0. The
+//     fast path is 7 FMA-unit instructions and about 9 others (the lane test included:
+//     an and, a compare, a mask move); the wide form, which every call paid before, 11
+//     and 11 (the Cephes form before it 33 in all). Softmax is exp-bound on one core: its
+//     exp pass ran about 1.6x faster (docs/PERFORMANCE.md). Measured error 1.14 ulp over
+//     [-115, 90] (test_vector_math; 5e7 points: 1.135 ulp, relative 1.1e-7; the wide
+//     form 1.16 ulp).
 //   sigmoid = 1 / (1 + e^-x); tanh and erf as x P(x^2) / Q(x^2), rational
 //     approximations of degree 13/6 and 13/8 (Eigen's fast tanh and erf for float, as in
 //     XLA) on x clamped to where the function is +-1 in f32 (|x| <= 7.905, |x| <= 4): one
@@ -257,18 +261,17 @@ std::string vector_math_f32(const std::string& v, const std::string& m, const st
       "  return (q * s1 + s1) * s2;\n"
       "}}\n"
       "static inline {0} {0}_exp({0} x) {{\n"
-      "  {0} z = x * 1.44269504088896341f + 12582912.0f;\n"
+      "  {0} z = x * 11.5415603271f + 12582912.0f;\n"
       "  {0} n = z - 12582912.0f;\n"
-      "  {0} r = x - n * 0.693359375f;\n"
-      "  r = r - n * -2.12194440e-4f;\n"
-      "  {0} q = r * 1.38436502e-3f + 8.37415643e-3f;\n"
-      "  q = q * r + 4.16680016e-2f;\n"
-      "  q = q * r + 1.66664317e-1f;\n"
-      "  q = q * r + 4.99999940e-1f;\n"
-      "  q = (r * r) * q + r;\n"
+      "  {0} r = x - n * 8.6639404297e-2f;\n"
+      "  r = r - n * 3.9932729123e-6f;\n"
+      "  {0} p = r * 1.666685939e-1f + 5.000646114e-1f;\n"
+      "  p = p * (r * r) + r;\n"
+      "  {1} k = {6};\n"
       "  {0} s = {5};\n"
-      "  if (__builtin_expect({0}_any(({6} & 0x7fffffff) > 0x42fc0000), 0)) return {0}_exp_wide(x);\n"
-      "  return q * s + s;\n"
+      "  {1} wide = ({7} & 0x7fffffff) > 0x447c0000;\n"
+      "  if (__builtin_expect({0}_any(wide), 0)) return {0}_blend(wide, {0}_exp_wide(x), p * s + s);\n"
+      "  return p * s + s;\n"
       "}}\n"
       "static inline {0} {0}_sigmoid({0} x) {{ return 1.0f / (1.0f + {0}_exp(-x)); }}\n"
       "static inline {0} {0}_tanh({0} x) {{\n"
@@ -307,8 +310,8 @@ std::string vector_math_f32(const std::string& v, const std::string& m, const st
       v, m, fmt::format(fmt::runtime(to_mask), "n"),
       fmt::format(fmt::runtime(as_float), "((k1 + 127) << 23)"),
       fmt::format(fmt::runtime(as_float), "((k - k1 + 127) << 23)"),
-      fmt::format(fmt::runtime(as_float), fmt::format("((({}) << 23) + 0x3f800000)", fmt::format(fmt::runtime(as_int), "z"))),
-      fmt::format(fmt::runtime(as_int), "n"));
+      fmt::format(fmt::runtime(as_float), fmt::format("(({}) + ((k >> 3) << 23))", fmt::format(fmt::runtime(as_int), fmt::format("{}_exp2_8th(k & 7)", v)))),
+      fmt::format(fmt::runtime(as_int), "z"), fmt::format(fmt::runtime(as_int), "n"));
 }
 
 // GCC vector extensions: vector_size types, memcpy loads and stores, blends by bit masks.
@@ -395,6 +398,38 @@ std::string gcc_stream_text(DType elem, int lanes) {
   return s;
 }
 
+// exp's table, 2^(j / 8) for the lanes' j in 0..7 (f32, correctly rounded): a lane
+// permutation of a table vector where the syntax has one for this width (GCC's
+// __builtin_shuffle: one vpermps for 8 lanes on AVX2, a two-vector shuffle for 4; OpenCL's
+// shuffle of a float8 for 2, 4, 8 or 16 lanes), else three levels of blends on j's bits.
+std::string exp2_8th_text(const std::string& v, const std::string& m, int lanes, bool gcc) {
+  constexpr const char* kT[8] = {"1.0f",         "1.090507746f", "1.189207077f", "1.296839595f",
+                                 "1.414213538f", "1.542210817f", "1.681792855f", "1.834008098f"};
+  auto entries = [&](int from, int count, int total) {
+    std::string e;
+    for (int l = 0; l < total; ++l) e += (l ? ", " : "") + std::string(kT[from + l % count]);
+    return e;
+  };
+  std::string s = fmt::format("static inline {0} {0}_exp2_8th({1} j) {{\n", v, m);
+  if (gcc && lanes % 8 == 0)
+    s += fmt::format("  return __builtin_shuffle(({0}){{{1}}}, j);\n", v, entries(0, 8, lanes));
+  else if (gcc && lanes == 4)
+    s += fmt::format("  return __builtin_shuffle(({0}){{{1}}}, ({0}){{{2}}}, j);\n", v, entries(0, 4, 4),
+                     entries(4, 4, 4));
+  else if (!gcc && (lanes == 2 || lanes == 4 || lanes == 8 || lanes == 16))
+    s += fmt::format("  return shuffle((float8)({0}), as_uint{1}(j));\n", entries(0, 8, 8), lanes);
+  else {
+    s += fmt::format("  {0} b0 = (j & 1) != 0, b1 = (j & 2) != 0, b2 = (j & 4) != 0;\n", m);
+    auto pick = [&](int a, int b) {
+      return fmt::format("{0}_blend(b0, {0}_splat({2}), {0}_splat({1}))", v, kT[a], kT[b]);
+    };
+    s += fmt::format("  {0} t0 = {0}_blend(b1, {2}, {1}), t1 = {0}_blend(b1, {4}, {3});\n", v, pick(0, 1),
+                     pick(2, 3), pick(4, 5), pick(6, 7));
+    s += fmt::format("  return {0}_blend(b2, t1, t0);\n", v);
+  }
+  return s + "}\n";
+}
+
 // The vector type of `lanes` elements of `elem` and its helpers in dialect `d`'s syntax.
 std::string vector_text(const CDialect& d, DType elem, int lanes) {
   UT_INTERNAL_ASSERT(d.vector_syntax != VectorSyntax::None,
@@ -426,9 +461,11 @@ std::string vector_text(const CDialect& d, DType elem, int lanes) {
                        bytes == 16 ? "__SSE__" : "__AVX__",
                        bytes == 16 ? "__builtin_ia32_movmskps" : "__builtin_ia32_movmskps256", v);
     s += fmt::format("  int a = 0;\n  for (int l = 0; l < {0}; ++l) a |= k[l];\n  return a != 0;\n}}\n", lanes);
+    s += exp2_8th_text(v, m, lanes, true);
     s += vector_math_f32(v, m, "__builtin_convertvector({}, " + m + ")", "(" + v + "){}", "(" + m + ")({})");
   } else if (elem == DType::F32) {
     s += fmt::format("static inline int {0}_any({1} k) {{ return any(k); }}\n", v, m);
+    s += exp2_8th_text(v, m, lanes, false);
     s += vector_math_f32(v, m, fmt::format("convert_int{}({{}})", lanes), fmt::format("as_float{}({{}})", lanes),
                          fmt::format("as_int{}({{}})", lanes));
   }

@@ -139,5 +139,38 @@ TEST(VectorMath, HelpersMatchLibmWithinAFewUlps) {
   EXPECT_EQ(run_c(code), "");
 }
 
+// exp's table lookup differs by width (one permutation for 8 and 16 lanes, a
+// two-vector shuffle for 4, blends for 2): every width gives the 8-lane helper's bits,
+// on the fast path and on the wide one, which test_vector_math checks against libm.
+TEST(VectorMath, ExpGivesTheSameBitsAtEveryWidth) {
+  CHelperSet h;
+  for (int lanes : {2, 4, 8, 16})
+    h.need_vector(DType::F32, lanes);
+  const std::string code = std::string("#include <math.h>\n#include <stdint.h>\n#include <stdio.h>\n#include <string.h>\n") +
+                           "#pragma GCC diagnostic ignored \"-Wpsabi\"\n" + h.text(c_dialect()) + R"C(
+int main(void) {
+  int bad = 0;
+  for (int k = 0; k < 400000; k += 16) {
+    float x[16];
+    for (int l = 0; l < 16; ++l) x[l] = -115.0f + 205.0f * (float)(k + l) / 400000.0f;
+    ut_v8f32 a = ut_v8f32_exp(ut_v8f32_load(x)), b = ut_v8f32_exp(ut_v8f32_load(x + 8));
+    ut_v16f32 w = ut_v16f32_exp(ut_v16f32_load(x));
+    for (int l = 0; l < 16; l += 4) {
+      ut_v4f32 q = ut_v4f32_exp(ut_v4f32_load(x + l));
+      ut_v2f32 d = ut_v2f32_exp(ut_v2f32_load(x + l)), e = ut_v2f32_exp(ut_v2f32_load(x + l + 2));
+      for (int i = 0; i < 4; ++i) {
+        float want = l + i < 8 ? a[l + i] : b[l + i - 8];
+        float got[3] = {q[i], w[l + i], i < 2 ? d[i] : e[i - 2]};
+        for (int g = 0; g < 3; ++g)
+          if (memcmp(&got[g], &want, 4) != 0 && !bad++) printf("exp(%.9g): %.9g against %.9g\n", x[l + i], got[g], want);
+      }
+    }
+  }
+  return bad != 0;
+}
+)C";
+  EXPECT_EQ(run_c(code), "");
+}
+
 } // namespace
 } // namespace unitile::codegen
