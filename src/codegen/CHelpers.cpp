@@ -636,12 +636,10 @@ std::string CHelperSet::text(const CDialect& d) const {
   // other code: GCC's note that wide vectors change the ABI without -mavx is moot here.
   if (!vectors_.empty() && d.vector_syntax == VectorSyntax::Gcc)
     s += "#pragma GCC diagnostic ignored \"-Wpsabi\"\n";
-  // Streaming stores are weakly ordered: the fence makes them visible before the launch
-  // reports completion to another thread.
+  // The non-temporal store intrinsics. Such stores are weakly ordered: the launcher
+  // (the cpu plugin) fences them once per run of blocks, before it reports completion.
   if (stream_ && d.vector_syntax == VectorSyntax::Gcc)
-    s += "#if defined(__SSE2__)\n#include <immintrin.h>\n"
-         "static inline void ut_stream_fence(void) { _mm_sfence(); }\n"
-         "#else\nstatic inline void ut_stream_fence(void) {}\n#endif\n";
+    s += "#if defined(__SSE2__)\n#include <immintrin.h>\n#endif\n";
   for (auto [elem, lanes] : vectors_) {
     s += vector_text(d, static_cast<DType>(elem), lanes);
     if (stream_ && d.vector_syntax == VectorSyntax::Gcc)

@@ -27,8 +27,8 @@ public:
   /// helpers; returns its name, e.g. "ut_v8f32". The lane count must be a power of two.
   std::string need_vector(DType elem, int lanes);
   /// Request streaming (non-temporal) stores: `<vector>_stream(p, v)` for every vector
-  /// type and `ut_stream_fence()` (GCC vector syntax only; plain stores where the target
-  /// has no such instruction or `p` is not aligned to the vector's size).
+  /// type (GCC vector syntax only; plain stores where the target has no such instruction
+  /// or `p` is not aligned to the vector's size). The launcher fences them.
   void need_stream() { stream_ = true; }
   /// Request the lane-wise math helper `fn` (VectorMath.h) of that vector type, which
   /// it also requests; returns the helper's name, e.g. "ut_v8f32_log1p".

@@ -7,6 +7,9 @@
 #include "CpuPlugin.h"
 
 #include <sched.h>
+#if defined(__SSE2__)
+#include <immintrin.h>
+#endif
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
@@ -233,10 +236,16 @@ ut_status launch(ut_kernel* kernel, const uint32_t grid[3], const uint32_t block
     const uint64_t gx = grid[0], gy = grid[1], gz = grid[2], blocks = gx * gy * gz;
     const ut_c_entry_fn fn = kernel->entry;
     const ut_c_arg* argv = c_args.data();
+    // A kernel's streaming (non-temporal) stores are weakly ordered: each run of blocks
+    // ends with a store fence, before the pool's completion signal can pass them (the
+    // generated entry does not fence per block: docs/ARCHITECTURE.md, "Streaming stores").
     auto run_blocks = [&](uint64_t first, uint64_t last) {
       for (uint64_t b = first; b < last; ++b)
         fn(argv, static_cast<uint32_t>(b % gx), static_cast<uint32_t>(b / gx % gy),
            static_cast<uint32_t>(b / (gx * gy)));
+#if defined(__SSE2__)
+      _mm_sfence();
+#endif
     };
     if (threads == 1 || blocks <= 1) {
       run_blocks(0, blocks);
