@@ -220,12 +220,12 @@ const char* dtype_ctype(DType t) {
 //     normal) for every lane; a vector with a lane beyond (results that overflow, are
 //     subnormal or 0, and +-inf; NaN stays on the fast path, where it propagates) takes
 //     `_exp_wide` for those lanes (the others keep the fast path's bits, so a lane's
-//     result does not depend on its neighbours or the vector width): x clamped to [-110, 89], a degree-6 polynomial on |r| <= ln2/2 and 2^n
-//     applied in two factors, so results down to the subnormal range are scaled right,
-//     beyond 88.72 the product overflows to inf and below -103.97 it rounds to 0. The
-//     fast path is 7 FMA-unit instructions and about 9 others (the lane test included:
-//     an and, a compare, a mask move); the wide form, which every call paid before, 11
-//     and 11 (the Cephes form before it 33 in all). Softmax is exp-bound on one core: its
+//     result does not depend on its neighbours or the vector width): x clamped to [-110,
+//     89], a degree-6 polynomial on |r| <= ln2/2 and 2^n applied in two factors, so results
+//     down to the subnormal range are scaled right, beyond 88.72 the product overflows to
+//     inf and below -103.97 it rounds to 0. The fast path is 7 FMA-unit instructions and
+//     about 9 others (the lane test included: an and, a compare, a mask move); the wide
+//     form, which every call paid before, 11 and 11 (the Cephes form before it 33 in all). Softmax is exp-bound on one core: its
 //     exp pass ran about 1.6x faster (docs/PERFORMANCE.md). Measured error 1.14 ulp over
 //     [-115, 90] (test_vector_math; 5e7 points: 1.135 ulp, relative 1.1e-7; the wide
 //     form 1.16 ulp).
@@ -270,7 +270,8 @@ std::string vector_math_f32(const std::string& v, const std::string& m, const st
       "  {1} k = {6};\n"
       "  {0} s = {5};\n"
       "  {1} wide = ({7} & 0x7fffffff) > 0x447c0000;\n"
-      "  if (__builtin_expect({0}_any(wide), 0)) return {0}_blend(wide, {0}_exp_wide(x), p * s + s);\n"
+      "  if (__builtin_expect({0}_any(wide), 0))\n"
+      "    return {0}_blend(wide, {0}_exp_wide(x), p * s + s);\n"
       "  return p * s + s;\n"
       "}}\n"
       "static inline {0} {0}_sigmoid({0} x) {{ return 1.0f / (1.0f + {0}_exp(-x)); }}\n"
@@ -310,7 +311,10 @@ std::string vector_math_f32(const std::string& v, const std::string& m, const st
       v, m, fmt::format(fmt::runtime(to_mask), "n"),
       fmt::format(fmt::runtime(as_float), "((k1 + 127) << 23)"),
       fmt::format(fmt::runtime(as_float), "((k - k1 + 127) << 23)"),
-      fmt::format(fmt::runtime(as_float), fmt::format("(({}) + ((k >> 3) << 23))", fmt::format(fmt::runtime(as_int), fmt::format("{}_exp2_8th(k & 7)", v)))),
+      fmt::format(
+          fmt::runtime(as_float),
+          fmt::format("(({}) + ((k >> 3) << 23))",
+                      fmt::format(fmt::runtime(as_int), fmt::format("{}_exp2_8th(k & 7)", v)))),
       fmt::format(fmt::runtime(as_int), "z"), fmt::format(fmt::runtime(as_int), "n"));
 }
 
@@ -401,32 +405,39 @@ std::string gcc_stream_text(DType elem, int lanes) {
 // exp's table, 2^(j / 8) for the lanes' j in 0..7 (f32, correctly rounded): a lane
 // permutation of a table vector where the syntax has one for this width (GCC's
 // __builtin_shuffle: one vpermps for 8 lanes on AVX2, a two-vector shuffle for 4; OpenCL's
-// shuffle of a float8 for 2, 4, 8 or 16 lanes), else three levels of blends on j's bits.
+// shuffle of a float8 for 2, 4, 8 or 16 lanes), else (clang, other widths) three levels of
+// blends on j's bits.
 std::string exp2_8th_text(const std::string& v, const std::string& m, int lanes, bool gcc) {
   constexpr const char* kT[8] = {"1.0f",         "1.090507746f", "1.189207077f", "1.296839595f",
                                  "1.414213538f", "1.542210817f", "1.681792855f", "1.834008098f"};
   auto entries = [&](int from, int count, int total) {
     std::string e;
-    for (int l = 0; l < total; ++l) e += (l ? ", " : "") + std::string(kT[from + l % count]);
+    for (int l = 0; l < total; ++l)
+      e += (l ? ", " : "") + std::string(kT[from + l % count]);
     return e;
   };
   std::string s = fmt::format("static inline {0} {0}_exp2_8th({1} j) {{\n", v, m);
-  if (gcc && lanes % 8 == 0)
-    s += fmt::format("  return __builtin_shuffle(({0}){{{1}}}, j);\n", v, entries(0, 8, lanes));
-  else if (gcc && lanes == 4)
-    s += fmt::format("  return __builtin_shuffle(({0}){{{1}}}, ({0}){{{2}}}, j);\n", v, entries(0, 4, 4),
-                     entries(4, 4, 4));
-  else if (!gcc && (lanes == 2 || lanes == 4 || lanes == 8 || lanes == 16))
-    s += fmt::format("  return shuffle((float8)({0}), as_uint{1}(j));\n", entries(0, 8, 8), lanes);
-  else {
-    s += fmt::format("  {0} b0 = (j & 1) != 0, b1 = (j & 2) != 0, b2 = (j & 4) != 0;\n", m);
-    auto pick = [&](int a, int b) {
-      return fmt::format("{0}_blend(b0, {0}_splat({2}), {0}_splat({1}))", v, kT[a], kT[b]);
-    };
-    s += fmt::format("  {0} t0 = {0}_blend(b1, {2}, {1}), t1 = {0}_blend(b1, {4}, {3});\n", v, pick(0, 1),
-                     pick(2, 3), pick(4, 5), pick(6, 7));
-    s += fmt::format("  return {0}_blend(b2, t1, t0);\n", v);
+  if (!gcc && (lanes == 2 || lanes == 4 || lanes == 8 || lanes == 16))
+    return s + fmt::format("  return shuffle((float8)({0}), as_uint{1}(j));\n}}\n",
+                           entries(0, 8, 8), lanes);
+  // __builtin_shuffle with a variable mask is GCC's (clang, the riscv64 cross compiler,
+  // has only constant-index shuffles): clang takes the blends.
+  if (gcc && (lanes % 8 == 0 || lanes == 4)) {
+    s += "#if !defined(__clang__)\n";
+    if (lanes % 8 == 0)
+      s += fmt::format("  return __builtin_shuffle(({0}){{{1}}}, j);\n", v, entries(0, 8, lanes));
+    else
+      s += fmt::format("  return __builtin_shuffle(({0}){{{1}}}, ({0}){{{2}}}, j);\n", v,
+                       entries(0, 4, 4), entries(4, 4, 4));
+    s += "#endif\n";
   }
+  s += fmt::format("  {0} b0 = (j & 1) != 0, b1 = (j & 2) != 0, b2 = (j & 4) != 0;\n", m);
+  auto pick = [&](int a, int b) {
+    return fmt::format("{0}_blend(b0, {0}_splat({2}), {0}_splat({1}))", v, kT[a], kT[b]);
+  };
+  s += fmt::format("  {0} t0 = {0}_blend(b1, {2}, {1}), t1 = {0}_blend(b1, {4}, {3});\n", v,
+                   pick(0, 1), pick(2, 3), pick(4, 5), pick(6, 7));
+  s += fmt::format("  return {0}_blend(b2, t1, t0);\n", v);
   return s + "}\n";
 }
 
@@ -439,7 +450,8 @@ std::string vector_text(const CDialect& d, DType elem, int lanes) {
   std::string s = d.vector_syntax == VectorSyntax::Gcc ? gcc_vector_text(elem, lanes)
                                                        : opencl_vector_text(d, elem, lanes);
   const int vbytes = dtype_bytes(elem) * lanes;
-  if (is_float(elem) && elem == DType::F32 && d.vector_syntax == VectorSyntax::Gcc && (vbytes == 16 || vbytes == 32)) {
+  if (is_float(elem) && elem == DType::F32 && d.vector_syntax == VectorSyntax::Gcc &&
+      (vbytes == 16 || vbytes == 32)) {
     // The same on x86 with the inner blend as one minps/maxps (`a < b ? a : b`, b when
     // either is NaN: exactly the inner blend), three instructions instead of four (a
     // max reduction, softmax's first pass, does one per vector).
@@ -472,13 +484,16 @@ std::string vector_text(const CDialect& d, DType elem, int lanes) {
       s += fmt::format("#if defined({0})\n  return {1}(({2})k) != 0;\n#endif\n",
                        bytes == 16 ? "__SSE__" : "__AVX__",
                        bytes == 16 ? "__builtin_ia32_movmskps" : "__builtin_ia32_movmskps256", v);
-    s += fmt::format("  int a = 0;\n  for (int l = 0; l < {0}; ++l) a |= k[l];\n  return a != 0;\n}}\n", lanes);
+    s += fmt::format(
+        "  int a = 0;\n  for (int l = 0; l < {0}; ++l) a |= k[l];\n  return a != 0;\n}}\n", lanes);
     s += exp2_8th_text(v, m, lanes, true);
-    s += vector_math_f32(v, m, "__builtin_convertvector({}, " + m + ")", "(" + v + "){}", "(" + m + ")({})");
+    s += vector_math_f32(v, m, "__builtin_convertvector({}, " + m + ")", "(" + v + "){}",
+                         "(" + m + ")({})");
   } else if (elem == DType::F32) {
     s += fmt::format("static inline int {0}_any({1} k) {{ return any(k); }}\n", v, m);
     s += exp2_8th_text(v, m, lanes, false);
-    s += vector_math_f32(v, m, fmt::format("convert_int{}({{}})", lanes), fmt::format("as_float{}({{}})", lanes),
+    s += vector_math_f32(v, m, fmt::format("convert_int{}({{}})", lanes),
+                         fmt::format("as_float{}({{}})", lanes),
                          fmt::format("as_int{}({{}})", lanes));
   }
   return s;

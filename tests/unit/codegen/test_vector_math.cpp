@@ -146,8 +146,10 @@ TEST(VectorMath, ExpGivesTheSameBitsAtEveryWidth) {
   CHelperSet h;
   for (int lanes : {2, 4, 8, 16})
     h.need_vector(DType::F32, lanes);
-  const std::string code = std::string("#include <math.h>\n#include <stdint.h>\n#include <stdio.h>\n#include <string.h>\n") +
-                           "#pragma GCC diagnostic ignored \"-Wpsabi\"\n" + h.text(c_dialect()) + R"C(
+  const std::string code =
+      std::string(
+          "#include <math.h>\n#include <stdint.h>\n#include <stdio.h>\n#include <string.h>\n") +
+      "#pragma GCC diagnostic ignored \"-Wpsabi\"\n" + h.text(c_dialect()) + R"C(
 int main(void) {
   int bad = 0;
   for (int k = 0; k < 400000; k += 16) {
