@@ -132,6 +132,13 @@ GemmTiling analytic_gemm_tiling(const GemmSite& site, int64_t batch, const hcd::
   // it is read once, and is best kept in L2.
   const int64_t b_budget = site.M <= t.mc || l3 <= l2 ? l2 / 2 : std::min(l3 / 16, 4 * l2);
   t.nc = std::min(round_down(b_budget / (t.kc * bytes), t.nr), round_up(site.N, t.nr));
+  // One A block: the C block (mc x nc) is revisited once per kc block, so the B block,
+  // the A block and the C block together stay in half of L2; a larger B block pushes C
+  // out between its kc visits (128 x 50257 x 768: nc 256 -> 64, about 5% faster).
+  if (site.M <= t.mc) {
+    const int64_t rest = l2 / 2 / bytes - t.mc * t.kc;
+    t.nc = std::min(t.nc, std::max(t.nr, round_down(std::max<int64_t>(0, rest) / (t.kc + t.mc), t.nr)));
+  }
   // Parallel blocks: at least two per compute unit where the shape allows, split so
   // that packing is repeated least. A row of blocks packs B again (K x N elements per
   // row); a column packs A again for every nc columns, plus one more where its columns
