@@ -122,9 +122,11 @@ GemmTiling analytic_gemm_tiling(const GemmSite& site, int64_t batch, const hcd::
   // L1; the A micro-panels stream from L2. Twice the kc at which both micro-panels fit L1
   // at most. A long kc means fewer C tile loads from memory (once per kc block) and
   // fewer A blocks per B block: on the Zen 3 host kc 512 against 256 measured 5-20%
-  // faster at K >= 768 (docs/PERFORMANCE.md).
+  // faster at K >= 768 (docs/PERFORMANCE.md). Measured on CPUs only: other devices keep
+  // the both-in-L1 kc.
   const int64_t kc_both = std::max<int64_t>(8, pow2_floor(l1 * 3 / 4 / ((t.mr + t.nr) * bytes)));
-  t.kc = std::max(kc_both, std::min(2 * kc_both, pow2_floor(l1 / (t.nr * bytes))));
+  t.kc = h.kind != hcd::DeviceKind::Cpu ? kc_both
+                                        : std::max(kc_both, std::min(2 * kc_both, pow2_floor(l1 / (t.nr * bytes))));
   // A short K is one block only up to kc (or 3/2 of it when kc is the both-in-L1 size).
   if (site.K <= (t.kc > kc_both ? t.kc : t.kc * 3 / 2)) t.kc = site.K;
   // Equal blocks: as many as the cache sizes ask for, then as even as the tile allows.
