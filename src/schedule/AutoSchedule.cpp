@@ -20,6 +20,8 @@
 #include "schedule/FlashAttention.h"
 #include "schedule/MatrixUnit.h"
 #include "schedule/Primitives.h"
+#include "schedule/ThreadGemm.h"
+#include "schedule/Threads.h"
 #include "schedule/Lower.h"
 #include "schedule/LoopRewrite.h"
 
@@ -451,6 +453,29 @@ AutoSchedule auto_schedule(const Kernel& given, const ShapeBindings& b, const hc
     if (!try_add({mu})) continue;
     matrix_outputs.insert(site.output);
     for (std::string& r : matrix_reasons(site, matrix_tiles(site, h), h)) a.reasons.push_back(std::move(r));
+  }
+  // On blocks of SIMT threads, the other f32/f64 contractions are thread-tiled GEMMs:
+  // operand tiles staged in shared memory, a register tile per thread (ThreadGemm.cpp).
+  if (simt_blocks(h)) {
+    std::set<std::string> seen;
+    for (size_t n = 0; n < k.body.size(); ++n) {
+      const std::string& out = k.body[n].output;
+      if (in_attention.count(n) || matrix_outputs.count(out) || !seen.insert(out).second) continue;
+      std::optional<MatrixSite> site;
+      try {
+        site = thread_gemm_site(k, b, h, out);
+      } catch (const UserError&) {
+        continue; // an unbound range
+      }
+      if (!site) continue;
+      Primitive tg;
+      tg.kind = PrimitiveKind::ThreadGemm;
+      tg.buffer = out;
+      if (!try_add({tg})) continue;
+      matrix_outputs.insert(out);
+      for (std::string& r : thread_gemm_reasons(*site, thread_gemm_tiles(k, *site, h), h))
+        a.reasons.push_back(std::move(r));
+    }
   }
   for (const Comprehension& c : given.body) {
     const TensorDecl* t = given.find_tensor(c.output);
@@ -987,6 +1012,52 @@ AutoSchedule auto_schedule(const Kernel& given, const ShapeBindings& b, const hc
                                           "for the whole slice are computed once, before the loop (hoist)",
                                           out, loop->var));
       }
+    }
+  }
+  // Blocks of SIMT threads: every launch still on one thread per block runs its parallel
+  // loops on blocks of threads, consecutive threads on consecutive elements (Threads.cpp).
+  if (simt_blocks(h)) {
+    p = lower(s);
+    const int64_t warp = h.warp_size;
+    int64_t limit = std::min<int64_t>(h.max_threads_per_block, h.max_block[0]);
+    const int64_t block = std::max(warp, limit / 4 / warp * warp);
+    std::set<std::pair<std::string, std::string>> done;
+    for (const LoopFunc& f : p.funcs) {
+      const StmtNode* top = f.body.get();
+      while (top->kind == StmtKind::Let) top = top->body[0].get();
+      if (top->kind != StmtKind::For) continue;
+      const ThreadNest nest = thread_nest(f.body, top->var);
+      if (nest.loops.empty()) continue;
+      std::function<std::string(const Stmt&)> written = [&](const Stmt& x) -> std::string {
+        if (x->kind == StmtKind::Store && p.find_buffer(x->buffer)) return x->buffer;
+        for (const Stmt& c : x->body)
+          if (auto w = written(c); !w.empty()) return w;
+        return {};
+      };
+      const std::string out = written(f.body);
+      if (out.empty() || !done.insert({out, top->var}).second) continue;
+      // A quarter of a block's limit (several blocks per compute unit hide latency),
+      // halved down to one warp while there are fewer blocks than compute units.
+      int64_t t = block;
+      while (t > warp && (nest.iterations + t - 1) / t < h.units) t = std::max(warp, t / 2 / warp * warp);
+      Primitive th;
+      th.kind = PrimitiveKind::Threads;
+      th.vars = {top->var};
+      th.factors = {t};
+      th.on = out;
+      if (!try_add({th})) continue;
+      const int64_t used = block_threads(t, nest.iterations, h);
+      std::string loops;
+      for (const std::string& l : nest.loops) loops += (loops.empty() ? "'" : ", '") + l + "'";
+      a.reasons.push_back(fmt::format(
+          "{}: loop{} {} ({} iterations) on {} blocks of {} threads ({} warp{} of {}) over {} compute units; "
+          "consecutive threads take consecutive '{}'{}",
+          out, nest.loops.size() > 1 ? "s" : "", loops, nest.iterations, (nest.iterations + used - 1) / used, used,
+          (used + warp - 1) / warp, used > warp ? "s" : "", warp, h.units, nest.loops.back(),
+          nest.per_thread_loops ? fmt::format(" and each runs the loops inside '{}' alone (one per thread, not "
+                                              "cooperative)",
+                                              nest.loops.back())
+                                : " (coalesced)"));
     }
   }
   if (a.reasons.empty()) a.reasons.push_back("default schedule: nothing to block or fuse");
