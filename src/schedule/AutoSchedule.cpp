@@ -1028,13 +1028,19 @@ AutoSchedule auto_schedule(const Kernel& given, const ShapeBindings& b, const hc
       if (top->kind != StmtKind::For) continue;
       const ThreadNest nest = thread_nest(f.body, top->var);
       if (nest.loops.empty()) continue;
-      std::function<std::string(const Stmt&)> written = [&](const Stmt& x) -> std::string {
-        if (x->kind == StmtKind::Store && p.find_buffer(x->buffer)) return x->buffer;
-        for (const Stmt& c : x->body)
-          if (auto w = written(c); !w.empty()) return w;
-        return {};
+      // The launch by the tensor it writes: an output where it writes one (a row chain's
+      // locals are written first).
+      std::string out, local;
+      std::function<void(const Stmt&)> written = [&](const Stmt& x) {
+        if (x->kind == StmtKind::Store)
+          if (const LoopBuffer* buf = p.find_buffer(x->buffer)) {
+            if (buf->role == TensorRole::Output && out.empty()) out = x->buffer;
+            if (local.empty()) local = x->buffer;
+          }
+        for (const Stmt& c : x->body) written(c);
       };
-      const std::string out = written(f.body);
+      written(f.body);
+      if (out.empty()) out = local;
       if (out.empty() || !done.insert({out, top->var}).second) continue;
       // A quarter of a block's limit (several blocks per compute unit hide latency),
       // halved down to one warp while there are fewer blocks than compute units.

@@ -155,10 +155,10 @@ std::vector<std::string> thread_gemm_reasons(const MatrixSite& s, const ThreadTi
   r.push_back(fmt::format("{} (statement {}): contraction {}x{}x{} over '{}' ({}), a thread-tiled GEMM on blocks of "
                           "SIMT threads (thread_gemm)",
                           s.output, s.statement, s.M, s.N, s.K, s.k, dtype_name(s.input)));
-  r.push_back(fmt::format("  block tile {}x{} in k blocks of {}: {} x {} = {} threads ({} warps of {}), each a {}x{} "
+  r.push_back(fmt::format("  block tile {}x{} in k blocks of {}: {} x {} = {} threads ({} warp{} of {}), each a {}x{} "
                           "register tile at rows y + a*{}, columns x + c*{} (consecutive threads: consecutive "
                           "columns of C, of the B tile and of the A copy)",
-                          t.bm, t.bn, t.bk, tx, ty, threads, ceil_div(threads, warp), warp, t.tm, t.tn, ty, tx));
+                          t.bm, t.bn, t.bk, tx, ty, threads, ceil_div(threads, warp), threads > warp ? "s" : "", warp, t.tm, t.tn, ty, tx));
   r.push_back(fmt::format("  registers: {} accumulators + {} A + {} B values = {} of {} 32-bit registers per thread",
                           t.tm * t.tn, t.tm, t.tn, tile_registers(t, s.input), h.vector_registers));
   const int64_t bytes = t.bk * (t.bm + t.bn) * dtype_bytes(s.input);
