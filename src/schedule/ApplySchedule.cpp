@@ -2,6 +2,7 @@
 #include "schedule/ApplySchedule.h"
 
 #include "ir/Verifier.h"
+#include "schedule/BlockRows.h"
 #include "schedule/FlashAttention.h"
 #include "schedule/Lower.h"
 #include "schedule/LoopRewrite.h"
@@ -76,6 +77,7 @@ Stmt apply_one(const LoopProgram& p, const Stmt& body, const Primitive& x, const
   case PrimitiveKind::Hoist: return hoist_invariants(p, body, x.buffer, x.at);
   case PrimitiveKind::Threads: return threads_loop(body, x.vars[0], x.factors[0], hcd);
   case PrimitiveKind::ThreadGemm:
+  case PrimitiveKind::BlockRows:
   case PrimitiveKind::Stream:
   case PrimitiveKind::ComputeAt:
   case PrimitiveKind::FoldInit:
@@ -162,7 +164,7 @@ LoopProgram lower_scheduled(const Kernel& kernel, const ShapeBindings& b, const 
         p = thread_gemm(k, p, b, hcd, x.buffer, x.factors);
         continue;
       }
-      if (x.kind == PrimitiveKind::Threads) {
+      if (x.kind == PrimitiveKind::Threads || x.kind == PrimitiveKind::BlockRows) {
         // Every launch (an init launch too) whose outermost loop is the named one and,
         // with `on`, that writes that tensor.
         int applied = 0;
@@ -171,13 +173,14 @@ LoopProgram lower_scheduled(const Kernel& kernel, const ShapeBindings& b, const 
           const StmtNode* top = f.body.get();
           while (top->kind == StmtKind::Let) top = top->body[0].get();
           if (top->kind != StmtKind::For || top->var != x.vars[0]) continue;
-          f.body = threads_loop(f.body, x.vars[0], x.factors[0], hcd);
+          f.body = x.kind == PrimitiveKind::Threads ? threads_loop(f.body, x.vars[0], x.factors[0], hcd)
+                                                    : block_rows(p, f.body, x.vars[0], x.factors[0], hcd);
           ++applied;
         }
         if (!applied)
-          throw UserError(fmt::format("error: schedule: threads: no launch of kernel '{}'{} has '{}' as its "
+          throw UserError(fmt::format("error: schedule: {}: no launch of kernel '{}'{} has '{}' as its "
                                       "outermost loop",
-                                      k.name, x.on.empty() ? "" : " writing '" + x.on + "'", x.vars[0]));
+                                      primitive_name(x.kind), k.name, x.on.empty() ? "" : " writing '" + x.on + "'", x.vars[0]));
         continue;
       }
       const std::vector<std::string> loops = named_loops(x);

@@ -20,6 +20,7 @@
 #include "schedule/FlashAttention.h"
 #include "schedule/MatrixUnit.h"
 #include "schedule/Primitives.h"
+#include "schedule/BlockRows.h"
 #include "schedule/ThreadGemm.h"
 #include "schedule/Threads.h"
 #include "schedule/Lower.h"
@@ -28,6 +29,7 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <bit>
 #include <functional>
 #include <cmath>
 #include <set>
@@ -853,8 +855,10 @@ AutoSchedule auto_schedule(const Kernel& given, const ShapeBindings& b, const hc
   }
   // Reductions into a register accumulator along a unit-stride loop: one partial result
   // per vector lane (VectorizeReduction.cpp), so the loop runs at vector width.
+  // (Not on SIMT threads: their "vector" width is a wide load, not lanes that add.)
   p = lower(s);
   std::set<std::pair<std::string, std::string>> vectorized;
+  if (simt_blocks(h)) p.funcs.clear();
   for (const LoopFunc& f : p.funcs) {
     std::string out;
     std::function<void(const Stmt&)> find_out = [&](const Stmt& x) {
@@ -1042,6 +1046,28 @@ AutoSchedule auto_schedule(const Kernel& given, const ShapeBindings& b, const hc
       written(f.body);
       if (out.empty()) out = local;
       if (out.empty() || !done.insert({out, top->var}).second) continue;
+      // A row chain whose rows are at least a warp long: a block per row, its threads
+      // sharing the row (BlockRows.cpp): the row's longest loop rounded up to a power of
+      // two, at most a quarter of a block's limit, at least a warp.
+      if (const int64_t row = block_rows_extent(f.body, top->var); row >= warp) {
+        int64_t t = warp;
+        while (t * 2 <= block && t < row) t *= 2;
+        Primitive br;
+        br.kind = PrimitiveKind::BlockRows;
+        br.vars = {top->var};
+        br.factors = {t};
+        br.on = out;
+        if (try_add({br})) {
+          a.reasons.push_back(fmt::format(
+              "{}: each of the {} rows of '{}' on a block of {} threads ({} warps of {}): thread t takes elements t, "
+              "t + {}, ... of each loop of the row (coalesced, {} per thread for the longest, {}), each reduction "
+              "combined through a shared array of {} partial results in {} halving steps, barriers between the steps "
+              "(block_rows)",
+              out, nest.iterations, top->var, t, t / warp, warp, t, (row + t - 1) / t, row, t,
+              std::countr_zero(static_cast<uint64_t>(t))));
+          continue;
+        }
+      }
       // A quarter of a block's limit (several blocks per compute unit hide latency),
       // halved down to one warp while there are fewer blocks than compute units.
       int64_t t = block;

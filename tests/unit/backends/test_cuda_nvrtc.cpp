@@ -282,7 +282,8 @@ TEST_F(CudaCompile, MatrixUnitGemmsCompileToMmaSync) {
 // Schedules for blocks of SIMT threads (Threads.cpp, ThreadGemm.cpp): an f32 GEMM that no
 // matrix unit takes stages A and B tiles in shared memory between barriers, its blocks hold
 // several warps and each thread's register tile stays in registers (no local memory); a
-// map runs on blocks of 256 threads, a row chain on blocks of a warp (one row per thread).
+// map runs on blocks of 256 threads, a row reduction on a block of 256 threads per row
+// whose partial sums meet in shared memory (block_rows).
 // The same Loop IR runs on sim in tests/lit/diff/gpu-schedules.ut.
 TEST_F(CudaCompile, SimtSchedulesUseThreadBlocksAndSharedTiles) {
   const hcd::Hcd& h = session_->device().hcd();
@@ -319,7 +320,9 @@ TEST_F(CudaCompile, SimtSchedulesUseThreadBlocksAndSharedTiles) {
   operation: S[i] += X[i,j]
 })",
                             {{"M", 1024}, {"N", 300}});
-  EXPECT_THAT(rows, HasSubstr(".maxntid 32, 1, 1"));
+  EXPECT_THAT(rows, HasSubstr(".maxntid 256, 1, 1"));
+  EXPECT_THAT(rows, HasSubstr("st.shared.f32"));
+  EXPECT_THAT(rows, HasSubstr("bar.sync"));
 }
 
 TEST_F(CudaCompile, NvrtcErrorsShowItsLog) {
