@@ -20,12 +20,16 @@
 #include "schedule/FlashAttention.h"
 #include "schedule/MatrixUnit.h"
 #include "schedule/Primitives.h"
+#include "schedule/BlockRows.h"
+#include "schedule/ThreadGemm.h"
+#include "schedule/Threads.h"
 #include "schedule/Lower.h"
 #include "schedule/LoopRewrite.h"
 
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <bit>
 #include <functional>
 #include <cmath>
 #include <set>
@@ -472,6 +476,29 @@ AutoSchedule auto_schedule(const Kernel& given, const ShapeBindings& b, const hc
     matrix_outputs.insert(site.output);
     for (std::string& r : matrix_reasons(site, matrix_tiles(site, h), h)) a.reasons.push_back(std::move(r));
   }
+  // On blocks of SIMT threads, the other f32/f64 contractions are thread-tiled GEMMs:
+  // operand tiles staged in shared memory, a register tile per thread (ThreadGemm.cpp).
+  if (simt_blocks(h)) {
+    std::set<std::string> seen;
+    for (size_t n = 0; n < k.body.size(); ++n) {
+      const std::string& out = k.body[n].output;
+      if (in_attention.count(n) || matrix_outputs.count(out) || !seen.insert(out).second) continue;
+      std::optional<MatrixSite> site;
+      try {
+        site = thread_gemm_site(k, b, h, out);
+      } catch (const UserError&) {
+        continue; // an unbound range
+      }
+      if (!site) continue;
+      Primitive tg;
+      tg.kind = PrimitiveKind::ThreadGemm;
+      tg.buffer = out;
+      if (!try_add({tg})) continue;
+      matrix_outputs.insert(out);
+      for (std::string& r : thread_gemm_reasons(*site, thread_gemm_tiles(k, *site, h), h))
+        a.reasons.push_back(std::move(r));
+    }
+  }
   for (const Comprehension& c : given.body) {
     const TensorDecl* t = given.find_tensor(c.output);
     if (!t || (t->dtype != DType::BF16 && t->dtype != DType::F16) || c.reduce == ReduceKind::Assign ||
@@ -852,8 +879,10 @@ AutoSchedule auto_schedule(const Kernel& given, const ShapeBindings& b, const hc
   }
   // Reductions into a register accumulator along a unit-stride loop: one partial result
   // per vector lane (VectorizeReduction.cpp), so the loop runs at vector width.
+  // (Not on SIMT threads: their "vector" width is a wide load, not lanes that add.)
   p = lower(s);
   std::set<std::pair<std::string, std::string>> vectorized;
+  if (simt_blocks(h)) p.funcs.clear();
   for (const LoopFunc& f : p.funcs) {
     std::string out;
     std::function<void(const Stmt&)> find_out = [&](const Stmt& x) {
@@ -1011,6 +1040,80 @@ AutoSchedule auto_schedule(const Kernel& given, const ShapeBindings& b, const hc
                                           "for the whole slice are computed once, before the loop (hoist)",
                                           out, loop->var));
       }
+    }
+  }
+  // Blocks of SIMT threads: every launch still on one thread per block runs its parallel
+  // loops on blocks of threads, consecutive threads on consecutive elements (Threads.cpp).
+  if (simt_blocks(h)) {
+    p = lower(s);
+    const int64_t warp = h.warp_size;
+    int64_t limit = std::min<int64_t>(h.max_threads_per_block, h.max_block[0]);
+    const int64_t block = std::max(warp, limit / 4 / warp * warp);
+    std::set<std::pair<std::string, std::string>> done;
+    for (const LoopFunc& f : p.funcs) {
+      const StmtNode* top = f.body.get();
+      while (top->kind == StmtKind::Let) top = top->body[0].get();
+      if (top->kind != StmtKind::For) continue;
+      const ThreadNest nest = thread_nest(f.body, top->var);
+      if (nest.loops.empty()) continue;
+      // The launch by the tensor it writes: an output where it writes one (a row chain's
+      // locals are written first).
+      std::string out, local;
+      std::function<void(const Stmt&)> written = [&](const Stmt& x) {
+        if (x->kind == StmtKind::Store)
+          if (const LoopBuffer* buf = p.find_buffer(x->buffer)) {
+            if (buf->role == TensorRole::Output && out.empty()) out = x->buffer;
+            if (local.empty()) local = x->buffer;
+          }
+        for (const Stmt& c : x->body) written(c);
+      };
+      written(f.body);
+      if (out.empty()) out = local;
+      if (out.empty() || !done.insert({out, top->var}).second) continue;
+      // A row chain whose rows are at least a warp long: a block per row, its threads
+      // sharing the row (BlockRows.cpp): the row's longest loop rounded up to a power of
+      // two, at most a quarter of a block's limit, at least a warp.
+      if (const int64_t row = block_rows_extent(f.body, top->var); row >= warp) {
+        int64_t t = warp;
+        while (t * 2 <= block && t < row) t *= 2;
+        Primitive br;
+        br.kind = PrimitiveKind::BlockRows;
+        br.vars = {top->var};
+        br.factors = {t};
+        br.on = out;
+        if (try_add({br})) {
+          a.reasons.push_back(fmt::format(
+              "{}: each of the {} rows of '{}' on a block of {} threads ({} warps of {}): thread t takes elements t, "
+              "t + {}, ... of each loop of the row (coalesced, {} per thread for the longest, {}), each reduction "
+              "combined through a shared array of {} partial results in {} halving steps, barriers between the steps "
+              "(block_rows)",
+              out, nest.iterations, top->var, t, t / warp, warp, t, (row + t - 1) / t, row, t,
+              std::countr_zero(static_cast<uint64_t>(t))));
+          continue;
+        }
+      }
+      // A quarter of a block's limit (several blocks per compute unit hide latency),
+      // halved down to one warp while there are fewer blocks than compute units.
+      int64_t t = block;
+      while (t > warp && (nest.iterations + t - 1) / t < h.units) t = std::max(warp, t / 2 / warp * warp);
+      Primitive th;
+      th.kind = PrimitiveKind::Threads;
+      th.vars = {top->var};
+      th.factors = {t};
+      th.on = out;
+      if (!try_add({th})) continue;
+      const int64_t used = block_threads(t, nest.iterations, h);
+      std::string loops;
+      for (const std::string& l : nest.loops) loops += (loops.empty() ? "'" : ", '") + l + "'";
+      a.reasons.push_back(fmt::format(
+          "{}: loop{} {} ({} iterations) on {} blocks of {} threads ({} warp{} of {}) over {} compute units; "
+          "consecutive threads take consecutive '{}'{}",
+          out, nest.loops.size() > 1 ? "s" : "", loops, nest.iterations, (nest.iterations + used - 1) / used, used,
+          (used + warp - 1) / warp, used > warp ? "s" : "", warp, h.units, nest.loops.back(),
+          nest.per_thread_loops ? fmt::format(" and each runs the loops inside '{}' alone (one per thread, not "
+                                              "cooperative)",
+                                              nest.loops.back())
+                                : " (coalesced)"));
     }
   }
   if (a.reasons.empty()) a.reasons.push_back("default schedule: nothing to block or fuse");
