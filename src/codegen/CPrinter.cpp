@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -1074,11 +1075,113 @@ private:
     return ok && any ? lanes : 0;
   }
 
+  // A register allocation whose every access starts with the variables of thread loops
+  // inside it that bind one iteration per thread (extent = the block's along their axis),
+  // the same axes in the same order each time: a per-thread tile that lives across the
+  // barriers between thread loops (thread_gemm's accumulators, [ty, tx, tm, tn]). On
+  // hardware threads each thread holds only its own part: the number of leading
+  // dimensions to drop (0: none, the allocation is printed whole).
+  size_t thread_private_dims(const StmtNode& a) {
+    if (!hardware_threads() || a.scope != MemScope::Register)
+      return 0;
+    std::map<std::string, int> bound; // variables of binding thread loops around the access
+    std::optional<std::vector<int>> axes;
+    bool ok = true;
+    auto check = [&](const std::vector<Expr>& idx) {
+      std::vector<int> mine;
+      for (const Expr& i : idx) {
+        if (i->kind != ExprKind::Var || !bound.count(i->name))
+          break;
+        mine.push_back(bound[i->name]);
+      }
+      if (!axes)
+        axes = mine;
+      else if (mine.size() < axes->size() || !std::equal(axes->begin(), axes->end(), mine.begin()))
+        ok = false;
+    };
+    std::function<void(const Stmt&)> walk = [&](const Stmt& x) {
+      if (!ok || !x)
+        return;
+      for (const Expr& e : {x->min, x->extent, x->cond, x->value})
+        visit(e, [&](const Expr& r) {
+          if (r->kind == ExprKind::Access && r->name == a.buffer)
+            check(r->operands);
+        });
+      for (const Expr& i : x->indices)
+        visit(i, [&](const Expr& r) {
+          if (r->kind == ExprKind::Access && r->name == a.buffer)
+            check(r->operands);
+        });
+      if (x->kind == StmtKind::Store && x->buffer == a.buffer)
+        check(x->indices);
+      if (x->kind == StmtKind::Matrix)
+        ok = false;
+      int64_t ext = 0, mn = -1;
+      const bool binds = x->kind == StmtKind::For && is_thread(x->for_kind) &&
+                         const_int(x->extent, &ext) && const_int(x->min, &mn) && mn == 0 &&
+                         ext == static_cast<int64_t>(
+                                    dims_.block[static_cast<int>(x->for_kind) -
+                                                static_cast<int>(ForKind::ThreadX)]);
+      if (binds)
+        bound[x->var] = static_cast<int>(x->for_kind) - static_cast<int>(ForKind::ThreadX);
+      for (const Stmt& c : x->body)
+        walk(c);
+      if (binds)
+        bound.erase(x->var);
+    };
+    walk(a.body[0]);
+    if (!ok || !axes || axes->empty() || axes->size() >= a.shape.size())
+      return 0;
+    std::set<int> distinct(axes->begin(), axes->end());
+    if (distinct.size() != axes->size())
+      return 0;
+    for (size_t d = 0; d < axes->size(); ++d)
+      if (a.shape[d] != static_cast<int64_t>(dims_.block[(*axes)[d]]))
+        return 0;
+    return axes->size();
+  }
+
+  // `s` with every access to `name` (reads and stores) without its first `n` indices.
+  static Stmt drop_leading_indices(const Stmt& s, const std::string& name, size_t n) {
+    if (!s)
+      return s;
+    auto n2 = std::make_shared<StmtNode>(*s);
+    auto fix = [&](Expr& e) {
+      if (e)
+        e = rewrite(e, [&](const Expr& r) -> Expr {
+          if (r->kind != ExprKind::Access || r->name != name)
+            return r;
+          return with_operands(r, std::vector<Expr>(r->operands.begin() + static_cast<std::ptrdiff_t>(n),
+                                                    r->operands.end()),
+                               r->guard);
+        });
+    };
+    fix(n2->min);
+    fix(n2->extent);
+    fix(n2->cond);
+    fix(n2->value);
+    for (Expr& i : n2->indices)
+      fix(i);
+    if (s->kind == StmtKind::Store && s->buffer == name)
+      n2->indices.erase(n2->indices.begin(), n2->indices.begin() + static_cast<std::ptrdiff_t>(n));
+    for (Stmt& c : n2->body)
+      c = drop_leading_indices(c, name, n);
+    return n2;
+  }
+
   void alloc(const StmtNode& s) {
     UT_INTERNAL_ASSERT(s.scope != MemScope::Global,
                        "global-scope allocation '" + s.buffer + "' inside a func");
     if (s.scope == MemScope::Register && matrix_uses(s.body[0], s.buffer, true)) {
       fragment_alloc(s);
+      return;
+    }
+    if (size_t drop = thread_private_dims(s); drop > 0) {
+      // Each hardware thread's own tile: the thread dimensions are its threadIdx.
+      auto own = std::make_shared<StmtNode>(s);
+      own->shape.erase(own->shape.begin(), own->shape.begin() + static_cast<std::ptrdiff_t>(drop));
+      own->body[0] = drop_leading_indices(s.body[0], s.buffer, drop);
+      alloc(*own);
       return;
     }
     int64_t elems = 1;

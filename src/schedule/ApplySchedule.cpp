@@ -2,11 +2,14 @@
 #include "schedule/ApplySchedule.h"
 
 #include "ir/Verifier.h"
+#include "schedule/BlockRows.h"
 #include "schedule/FlashAttention.h"
 #include "schedule/Lower.h"
 #include "schedule/LoopRewrite.h"
 #include "schedule/MatrixUnit.h"
 #include "schedule/Primitives.h"
+#include "schedule/ThreadGemm.h"
+#include "schedule/Threads.h"
 
 #include <fmt/core.h>
 #include <fmt/ranges.h>
@@ -72,6 +75,9 @@ Stmt apply_one(const LoopProgram& p, const Stmt& body, const Primitive& x, const
   case PrimitiveKind::Prefetch: return prefetch_next(body, x.buffer, x.at);
   case PrimitiveKind::KeepTerms: return keep_terms(p, body, x.buffer, x.at);
   case PrimitiveKind::Hoist: return hoist_invariants(p, body, x.buffer, x.at);
+  case PrimitiveKind::Threads: return threads_loop(body, x.vars[0], x.factors[0], hcd);
+  case PrimitiveKind::ThreadGemm:
+  case PrimitiveKind::BlockRows:
   case PrimitiveKind::Stream:
   case PrimitiveKind::ComputeAt:
   case PrimitiveKind::FoldInit:
@@ -152,6 +158,29 @@ LoopProgram lower_scheduled(const Kernel& kernel, const ShapeBindings& b, const 
       }
       if (x.kind == PrimitiveKind::MatrixUnit) {
         p = matrix_unit(k, p, b, hcd, x.buffer, x.factors, !x.vars.empty());
+        continue;
+      }
+      if (x.kind == PrimitiveKind::ThreadGemm) {
+        p = thread_gemm(k, p, b, hcd, x.buffer, x.factors);
+        continue;
+      }
+      if (x.kind == PrimitiveKind::Threads || x.kind == PrimitiveKind::BlockRows) {
+        // Every launch (an init launch too) whose outermost loop is the named one and,
+        // with `on`, that writes that tensor.
+        int applied = 0;
+        for (LoopFunc& f : p.funcs) {
+          if (!x.on.empty() && !stores_to(f.body, x.on)) continue;
+          const StmtNode* top = f.body.get();
+          while (top->kind == StmtKind::Let) top = top->body[0].get();
+          if (top->kind != StmtKind::For || top->var != x.vars[0]) continue;
+          f.body = x.kind == PrimitiveKind::Threads ? threads_loop(f.body, x.vars[0], x.factors[0], hcd)
+                                                    : block_rows(p, f.body, x.vars[0], x.factors[0], hcd);
+          ++applied;
+        }
+        if (!applied)
+          throw UserError(fmt::format("error: schedule: {}: no launch of kernel '{}'{} has '{}' as its "
+                                      "outermost loop",
+                                      primitive_name(x.kind), k.name, x.on.empty() ? "" : " writing '" + x.on + "'", x.vars[0]));
         continue;
       }
       const std::vector<std::string> loops = named_loops(x);

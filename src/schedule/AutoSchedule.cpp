@@ -20,12 +20,16 @@
 #include "schedule/FlashAttention.h"
 #include "schedule/MatrixUnit.h"
 #include "schedule/Primitives.h"
+#include "schedule/BlockRows.h"
+#include "schedule/ThreadGemm.h"
+#include "schedule/Threads.h"
 #include "schedule/Lower.h"
 #include "schedule/LoopRewrite.h"
 
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <bit>
 #include <functional>
 #include <cmath>
 #include <set>
@@ -118,8 +122,17 @@ GemmTiling analytic_gemm_tiling(const GemmSite& site, int64_t batch, const hcd::
   t.mr = std::min(t.mr, site.M);
   auto [l1, l2] = cache_sizes(h);
   const int64_t l3 = last_level_cache(h);
-  t.kc = std::max<int64_t>(8, pow2_floor(l1 * 3 / 4 / ((t.mr + t.nr) * bytes)));
-  if (site.K <= t.kc * 3 / 2) t.kc = site.K;
+  // kc: the B micro-panel (kc x nr), which every A micro-panel of the block meets, fills
+  // L1; the A micro-panels stream from L2. Twice the kc at which both micro-panels fit L1
+  // at most. A long kc means fewer C tile loads from memory (once per kc block) and
+  // fewer A blocks per B block: on the Zen 3 host kc 512 against 256 measured 5-20%
+  // faster at K >= 768 (docs/PERFORMANCE.md). Measured on CPUs only: other devices keep
+  // the both-in-L1 kc.
+  const int64_t kc_both = std::max<int64_t>(8, pow2_floor(l1 * 3 / 4 / ((t.mr + t.nr) * bytes)));
+  t.kc = h.kind != hcd::DeviceKind::Cpu ? kc_both
+                                        : std::max(kc_both, std::min(2 * kc_both, pow2_floor(l1 / (t.nr * bytes))));
+  // A short K is one block only up to kc (or 3/2 of it when kc is the both-in-L1 size).
+  if (site.K <= (t.kc > kc_both ? t.kc : t.kc * 3 / 2)) t.kc = site.K;
   // Equal blocks: as many as the cache sizes ask for, then as even as the tile allows.
   auto balance = [](int64_t total, int64_t block, int64_t multiple) {
     int64_t n = (total + block - 1) / block;
@@ -132,12 +145,14 @@ GemmTiling analytic_gemm_tiling(const GemmSite& site, int64_t batch, const hcd::
   // it is read once, and is best kept in L2.
   const int64_t b_budget = site.M <= t.mc || l3 <= l2 ? l2 / 2 : std::min(l3 / 16, 4 * l2);
   t.nc = std::min(round_down(b_budget / (t.kc * bytes), t.nr), round_up(site.N, t.nr));
-  // Parallel blocks: at least two per compute unit where the shape allows, split so
+  // Parallel blocks: two per compute unit where the shape allows (with several), split so
   // that packing is repeated least. A row of blocks packs B again (K x N elements per
   // row); a column packs A again for every nc columns, plus one more where its columns
   // do not fill whole nc blocks (M x K per pack; A's copy transposes 6-row micro-panels,
   // scalar loads, so it costs about four times B's vector copy per element).
-  const int64_t want = 2 * h.units;
+  // One compute unit: one block (a second would pack B again for nothing; 256^3 to
+  // 1024^3 on one thread 2-4% faster as one block).
+  const int64_t want = h.units > 1 ? 2 * h.units : 1;
   const int64_t max_gm = (site.M + t.mr - 1) / t.mr, max_gn = (site.N + t.nr - 1) / t.nr;
   int64_t best_gm = 1, best_gn = 1;
   double best_cost = -1;
@@ -158,6 +173,15 @@ GemmTiling analytic_gemm_tiling(const GemmSite& site, int64_t batch, const hcd::
   t.ng = balance(site.N, round_up((site.N + best_gn - 1) / best_gn, t.nr), t.nr);
   t.mc = balance(t.mg, std::min(t.mc, t.mg), t.mr);
   t.nc = balance(t.ng, std::min(t.nc, t.ng), t.nr);
+  // One A block per parallel block: its C block (mc x nc) is revisited once per kc
+  // block, so the B block, the A block and the C block together stay in 3/4 of L2; a
+  // larger B block pushes C out between its kc visits (128 x 50257 x 768 at kc 256: nc
+  // 256 -> 80, 2-10% faster by thread CPU time).
+  if (t.mg <= t.mc) {
+    const int64_t rest = std::max<int64_t>(0, l2 * 3 / 4 / bytes - t.mc * t.kc);
+    const int64_t fit = round_down(rest / (t.kc + t.mc), t.nr);
+    if (fit < t.nc) t.nc = balance(t.ng, fit, t.nr);
+  }
   // A packed once per parallel block where BLIS's order would pack it again for each nc
   // columns and the whole mg x K panel stays in this core's share of the last cache
   // level (or in L2 when there is none).
@@ -181,8 +205,8 @@ bool gemm_tiling_fits(const GemmSite& s, const GemmTiling& t, const hcd::Hcd& h,
   if (t.mr * vectors + vectors + 1 > h.vector_registers)
     return fail(fmt::format("a {}x{} register tile needs {} vector registers, the HCD has {}", t.mr, t.nr,
                             t.mr * vectors + vectors + 1, h.vector_registers));
-  if ((t.mr + t.nr) * t.kc * bytes > l1)
-    return fail(fmt::format("micro-panels of {} exceed L1 ({})", kib((t.mr + t.nr) * t.kc * bytes), kib(l1)));
+  if (t.nr * t.kc * bytes > l1)
+    return fail(fmt::format("the B micro-panel of {} exceeds L1 ({})", kib(t.nr * t.kc * bytes), kib(l1)));
   if (t.mc * t.kc * bytes > l2)
     return fail(fmt::format("the packed A block of {} exceeds L2 ({})", kib(t.mc * t.kc * bytes), kib(l2)));
   const int64_t b_limit = std::max(l2, last_level_cache(h) / 4);
@@ -452,6 +476,29 @@ AutoSchedule auto_schedule(const Kernel& given, const ShapeBindings& b, const hc
     matrix_outputs.insert(site.output);
     for (std::string& r : matrix_reasons(site, matrix_tiles(site, h), h)) a.reasons.push_back(std::move(r));
   }
+  // On blocks of SIMT threads, the other f32/f64 contractions are thread-tiled GEMMs:
+  // operand tiles staged in shared memory, a register tile per thread (ThreadGemm.cpp).
+  if (simt_blocks(h)) {
+    std::set<std::string> seen;
+    for (size_t n = 0; n < k.body.size(); ++n) {
+      const std::string& out = k.body[n].output;
+      if (in_attention.count(n) || matrix_outputs.count(out) || !seen.insert(out).second) continue;
+      std::optional<MatrixSite> site;
+      try {
+        site = thread_gemm_site(k, b, h, out);
+      } catch (const UserError&) {
+        continue; // an unbound range
+      }
+      if (!site) continue;
+      Primitive tg;
+      tg.kind = PrimitiveKind::ThreadGemm;
+      tg.buffer = out;
+      if (!try_add({tg})) continue;
+      matrix_outputs.insert(out);
+      for (std::string& r : thread_gemm_reasons(*site, thread_gemm_tiles(k, *site, h), h))
+        a.reasons.push_back(std::move(r));
+    }
+  }
   for (const Comprehension& c : given.body) {
     const TensorDecl* t = given.find_tensor(c.output);
     if (!t || (t->dtype != DType::BF16 && t->dtype != DType::F16) || c.reduce == ReduceKind::Assign ||
@@ -567,8 +614,12 @@ AutoSchedule auto_schedule(const Kernel& given, const ShapeBindings& b, const hc
         "vector registers ({}-bit)",
         t.mr, t.nr, t.mr * vectors, vectors, lanes, vectors, t.mr * vectors + vectors + 1, h.vector_registers,
         h.vector_bits));
-    a.reasons.push_back(fmt::format("  L1: kc={} so the A ({}x{}) and B ({}x{}) micro-panels take {} of {}", t.kc,
-                                    t.mr, t.kc, t.kc, t.nr, kib((t.mr + t.nr) * t.kc * bytes), kib(l1)));
+    a.reasons.push_back(fmt::format("  L1: kc={} so the B micro-panel ({}x{}) takes {} of {}{}", t.kc, t.kc, t.nr,
+                                    kib(t.nr * t.kc * bytes), kib(l1),
+                                    (t.mr + t.nr) * t.kc * bytes <= l1
+                                        ? fmt::format(", with the A micro-panel ({}x{}) {}", t.mr, t.kc,
+                                                      kib((t.mr + t.nr) * t.kc * bytes))
+                                        : fmt::format("; the A micro-panel ({}x{}) streams from L2", t.mr, t.kc)));
     const int64_t l3 = last_level_cache(h);
     a.reasons.push_back(fmt::format("  L2: packed A block mc={} x kc={} takes {} of {}", t.mc, t.kc,
                                     kib(t.mc * t.kc * bytes), kib(l2)));
@@ -828,8 +879,10 @@ AutoSchedule auto_schedule(const Kernel& given, const ShapeBindings& b, const hc
   }
   // Reductions into a register accumulator along a unit-stride loop: one partial result
   // per vector lane (VectorizeReduction.cpp), so the loop runs at vector width.
+  // (Not on SIMT threads: their "vector" width is a wide load, not lanes that add.)
   p = lower(s);
   std::set<std::pair<std::string, std::string>> vectorized;
+  if (simt_blocks(h)) p.funcs.clear();
   for (const LoopFunc& f : p.funcs) {
     std::string out;
     std::function<void(const Stmt&)> find_out = [&](const Stmt& x) {
@@ -987,6 +1040,80 @@ AutoSchedule auto_schedule(const Kernel& given, const ShapeBindings& b, const hc
                                           "for the whole slice are computed once, before the loop (hoist)",
                                           out, loop->var));
       }
+    }
+  }
+  // Blocks of SIMT threads: every launch still on one thread per block runs its parallel
+  // loops on blocks of threads, consecutive threads on consecutive elements (Threads.cpp).
+  if (simt_blocks(h)) {
+    p = lower(s);
+    const int64_t warp = h.warp_size;
+    int64_t limit = std::min<int64_t>(h.max_threads_per_block, h.max_block[0]);
+    const int64_t block = std::max(warp, limit / 4 / warp * warp);
+    std::set<std::pair<std::string, std::string>> done;
+    for (const LoopFunc& f : p.funcs) {
+      const StmtNode* top = f.body.get();
+      while (top->kind == StmtKind::Let) top = top->body[0].get();
+      if (top->kind != StmtKind::For) continue;
+      const ThreadNest nest = thread_nest(f.body, top->var);
+      if (nest.loops.empty()) continue;
+      // The launch by the tensor it writes: an output where it writes one (a row chain's
+      // locals are written first).
+      std::string out, local;
+      std::function<void(const Stmt&)> written = [&](const Stmt& x) {
+        if (x->kind == StmtKind::Store)
+          if (const LoopBuffer* buf = p.find_buffer(x->buffer)) {
+            if (buf->role == TensorRole::Output && out.empty()) out = x->buffer;
+            if (local.empty()) local = x->buffer;
+          }
+        for (const Stmt& c : x->body) written(c);
+      };
+      written(f.body);
+      if (out.empty()) out = local;
+      if (out.empty() || !done.insert({out, top->var}).second) continue;
+      // A row chain whose rows are at least a warp long: a block per row, its threads
+      // sharing the row (BlockRows.cpp): the row's longest loop rounded up to a power of
+      // two, at most a quarter of a block's limit, at least a warp.
+      if (const int64_t row = block_rows_extent(f.body, top->var); row >= warp) {
+        int64_t t = warp;
+        while (t * 2 <= block && t < row) t *= 2;
+        Primitive br;
+        br.kind = PrimitiveKind::BlockRows;
+        br.vars = {top->var};
+        br.factors = {t};
+        br.on = out;
+        if (try_add({br})) {
+          a.reasons.push_back(fmt::format(
+              "{}: each of the {} rows of '{}' on a block of {} threads ({} warps of {}): thread t takes elements t, "
+              "t + {}, ... of each loop of the row (coalesced, {} per thread for the longest, {}), each reduction "
+              "combined through a shared array of {} partial results in {} halving steps, barriers between the steps "
+              "(block_rows)",
+              out, nest.iterations, top->var, t, t / warp, warp, t, (row + t - 1) / t, row, t,
+              std::countr_zero(static_cast<uint64_t>(t))));
+          continue;
+        }
+      }
+      // A quarter of a block's limit (several blocks per compute unit hide latency),
+      // halved down to one warp while there are fewer blocks than compute units.
+      int64_t t = block;
+      while (t > warp && (nest.iterations + t - 1) / t < h.units) t = std::max(warp, t / 2 / warp * warp);
+      Primitive th;
+      th.kind = PrimitiveKind::Threads;
+      th.vars = {top->var};
+      th.factors = {t};
+      th.on = out;
+      if (!try_add({th})) continue;
+      const int64_t used = block_threads(t, nest.iterations, h);
+      std::string loops;
+      for (const std::string& l : nest.loops) loops += (loops.empty() ? "'" : ", '") + l + "'";
+      a.reasons.push_back(fmt::format(
+          "{}: loop{} {} ({} iterations) on {} blocks of {} threads ({} warp{} of {}) over {} compute units; "
+          "consecutive threads take consecutive '{}'{}",
+          out, nest.loops.size() > 1 ? "s" : "", loops, nest.iterations, (nest.iterations + used - 1) / used, used,
+          (used + warp - 1) / warp, used > warp ? "s" : "", warp, h.units, nest.loops.back(),
+          nest.per_thread_loops ? fmt::format(" and each runs the loops inside '{}' alone (one per thread, not "
+                                              "cooperative)",
+                                              nest.loops.back())
+                                : " (coalesced)"));
     }
   }
   if (a.reasons.empty()) a.reasons.push_back("default schedule: nothing to block or fuse");

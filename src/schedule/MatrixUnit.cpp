@@ -102,8 +102,8 @@ void fail(const std::string& what, const std::string& why) {
 
 } // namespace
 
-std::optional<MatrixSite> matrix_site(const Kernel& k, const ShapeBindings& b, const hcd::Hcd& h,
-                                      const std::string& output, bool tf32, std::string* why) {
+std::optional<MatrixSite> contraction_site(const Kernel& k, const ShapeBindings& b, const std::string& output,
+                                           std::string* why) {
   auto no = [&](std::string w) -> std::optional<MatrixSite> {
     if (why) *why = std::move(w);
     return std::nullopt;
@@ -127,6 +127,8 @@ std::optional<MatrixSite> matrix_site(const Kernel& k, const ShapeBindings& b, c
   s.j = c.indices.back();
   s.k = c.reduction_vars[0];
   s.batch.assign(c.indices.begin(), c.indices.end() - 2);
+  std::set<std::string> lhs(c.indices.begin(), c.indices.end());
+  if (lhs.size() != c.indices.size()) return no("an index variable appears twice on the left-hand side");
   if (indexes(x, s.j)) std::swap(x, y);
   std::set<std::string> a_vars(s.batch.begin(), s.batch.end()), b_vars = a_vars;
   a_vars.insert({s.i, s.k});
@@ -145,6 +147,25 @@ std::optional<MatrixSite> matrix_site(const Kernel& k, const ShapeBindings& b, c
   if (!ta || !tb || !tc || ta->dtype != tb->dtype)
     return no("A and B have different dtypes");
   s.input = ta->dtype;
+  auto extent = [&](const std::string& v) { return eval_int(c.ranges.at(v), b, "the range of '" + v + "'"); };
+  s.M = extent(s.i);
+  s.N = extent(s.j);
+  s.K = extent(s.k);
+  for (const std::string& v : s.batch) s.batch_extents.push_back(extent(v));
+  if (s.M < 1 || s.N < 1 || s.K < 1) return no("an empty contraction");
+  return s;
+}
+
+std::optional<MatrixSite> matrix_site(const Kernel& k, const ShapeBindings& b, const hcd::Hcd& h,
+                                      const std::string& output, bool tf32, std::string* why) {
+  auto no = [&](std::string w) -> std::optional<MatrixSite> {
+    if (why) *why = std::move(w);
+    return std::nullopt;
+  };
+  std::optional<MatrixSite> site = contraction_site(k, b, output, why);
+  if (!site) return site;
+  MatrixSite& s = *site;
+  const TensorDecl* tc = k.find_tensor(output);
   if (tc->dtype != DType::F32 && tc->dtype != s.input)
     return no(fmt::format("the result is {}; the unit accumulates in f32, stored as f32 or the inputs' dtype",
                           dtype_name(tc->dtype)));
@@ -163,13 +184,7 @@ std::optional<MatrixSite> matrix_site(const Kernel& k, const ShapeBindings& b, c
     return no(fmt::format("HCD '{}' has no matrix unit taking {} operands with an f32 accumulator{}", h.name,
                           dtype_name(s.input),
                           s.input == DType::F32 && !tf32 ? " at f32 precision (tf32 only when the schedule asks)" : ""));
-  auto extent = [&](const std::string& v) { return eval_int(c.ranges.at(v), b, "the range of '" + v + "'"); };
-  s.M = extent(s.i);
-  s.N = extent(s.j);
-  s.K = extent(s.k);
-  for (const std::string& v : s.batch) s.batch_extents.push_back(extent(v));
-  if (s.M < 1 || s.N < 1 || s.K < 1) return no("an empty contraction");
-  return s;
+  return site;
 }
 
 std::vector<MatrixSite> matrix_sites(const Kernel& k, const ShapeBindings& b, const hcd::Hcd& h) {

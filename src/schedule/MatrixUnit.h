@@ -54,6 +54,12 @@ struct MatrixTiles {
   int64_t bm = 0, bn = 0, bk = 0, warps_m = 1, warps_n = 1;
 };
 
+/// The statement writing `output` as a contraction `C[B.., i, j] += A[.., i, k] * B[.., k, j]`
+/// (plain reads, any index order, A and B of one dtype), whatever unit runs it; `unit` is
+/// left empty. nullopt with the reason in `why` otherwise.
+std::optional<MatrixSite> contraction_site(const Kernel& k, const ShapeBindings& b, const std::string& output,
+                                           std::string* why = nullptr);
+
 /// The statement writing `output` as a matrix-unit site on `h`, or nullopt with the reason
 /// in `why`. `tf32`: f32 operands may use a unit of precision "tf32" (never otherwise:
 /// rounding an f32 GEMM's operands changes its results, so it is the schedule's choice).

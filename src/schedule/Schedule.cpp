@@ -28,6 +28,8 @@ constexpr KindName kKinds[] = {
     {PrimitiveKind::Pretranspose, "pretranspose"}, {PrimitiveKind::Prefetch, "prefetch"},
     {PrimitiveKind::KeepTerms, "keep_terms"}, {PrimitiveKind::Stream, "stream"},
     {PrimitiveKind::MatrixUnit, "matrix_unit"}, {PrimitiveKind::Hoist, "hoist"},
+    {PrimitiveKind::Threads, "threads"},     {PrimitiveKind::ThreadGemm, "thread_gemm"},
+    {PrimitiveKind::BlockRows, "block_rows"},
 };
 
 constexpr ForKind kBindKinds[] = {ForKind::GridX,   ForKind::GridY,   ForKind::GridZ,
@@ -40,7 +42,7 @@ const char* kUsage =
     "parallel V; vectorize V; unroll V; bind V grid.x|thread.x|...; stage T local|shared|register "
     "at V; cache_write T register|local at V; compute_at T at V; prefetch T at V; keep_terms T at V; hoist T at V; stream T; inline T; widen T; pretranspose T on U; microkernel V; fold_init T; epilogue T; any of "
     "them may end with `on T` (the statement writing T); flash_attention O [rows R keys K]; matrix_unit C [tiles BM BN BK "
-    "warps WM WN] [tf32]";
+    "warps WM WN] [tf32]; threads V T; block_rows V T; thread_gemm C [tiles BM BN BK thread TM TN]";
 
 // One token of the schedule text with where it starts.
 struct Word {
@@ -223,6 +225,20 @@ public:
         p.vars.push_back("tf32");
       }
       break;
+    case PrimitiveKind::Threads:
+    case PrimitiveKind::BlockRows:
+      p.vars.push_back(ident(next("a loop variable"), "a loop variable"));
+      p.factors.push_back(factor());
+      break;
+    case PrimitiveKind::ThreadGemm:
+      p.buffer = ident(next("the output of a contraction"), "a tensor name");
+      if (more()) {
+        keyword("tiles");
+        for (int n = 0; n < 3; ++n) p.factors.push_back(factor());
+        keyword("thread");
+        for (int n = 0; n < 2; ++n) p.factors.push_back(factor());
+      }
+      break;
     }
     if (more()) fail(peek(), fmt::format("unexpected '{}' after {}", peek().text, op), kUsage);
     return p;
@@ -340,6 +356,14 @@ std::string to_text(const Schedule& s) {
         line += fmt::format(" tiles {} {} {} warps {} {}", p.factors[0], p.factors[1], p.factors[2], p.factors[3],
                             p.factors[4]);
       if (!p.vars.empty()) line += " tf32";
+      break;
+    case PrimitiveKind::Threads:
+    case PrimitiveKind::BlockRows: line += fmt::format(" {} {}", p.vars.at(0), p.factors.at(0)); break;
+    case PrimitiveKind::ThreadGemm:
+      line += " " + p.buffer;
+      if (p.factors.size() == 5)
+        line += fmt::format(" tiles {} {} {} thread {} {}", p.factors[0], p.factors[1], p.factors[2], p.factors[3],
+                            p.factors[4]);
       break;
     }
     if (!p.on.empty()) line += " on " + p.on;

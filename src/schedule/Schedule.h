@@ -41,6 +41,9 @@ enum class PrimitiveKind : uint8_t {
   KeepTerms,   // in loop `at`, the reduction into `buffer` keeps its terms for the map after it
   Stream,      // the output `buffer` is written with streaming (non-temporal) stores where the dialect has them
   Hoist,       // in loop `at`, the loops storing into `buffer` compute their invariant divisions and calls once, before
+  Threads,     // the launch whose outermost loop is vars[0] runs its parallel loops on blocks of factors[0] threads
+  BlockRows,   // each row of the grid loop vars[0] on a block of factors[0] threads: strided loops, tree reductions
+  ThreadGemm,  // the contraction writing `buffer` as a thread-tiled GEMM; factors: {} or {bm, bn, bk, tm, tn}
 };
 
 const char* primitive_name(PrimitiveKind k); // "split", "cache_write", ...

@@ -279,6 +279,52 @@ TEST_F(CudaCompile, MatrixUnitGemmsCompileToMmaSync) {
       << "an f32 GEMM must not use tf32 unless its schedule asks";
 }
 
+// Schedules for blocks of SIMT threads (Threads.cpp, ThreadGemm.cpp): an f32 GEMM that no
+// matrix unit takes stages A and B tiles in shared memory between barriers, its blocks hold
+// several warps and each thread's register tile stays in registers (no local memory); a
+// map runs on blocks of 256 threads, a row reduction on a block of 256 threads per row
+// whose partial sums meet in shared memory (block_rows).
+// The same Loop IR runs on sim in tests/lit/diff/gpu-schedules.ut.
+TEST_F(CudaCompile, SimtSchedulesUseThreadBlocksAndSharedTiles) {
+  const hcd::Hcd& h = session_->device().hcd();
+  auto ptx_of = [&](const std::string& text, const ShapeBindings& shapes) {
+    Module m = parse_module(SourceFile{"simt.ut", text});
+    Session::Built b = session_->build(m.kernels[0], bind_shapes(m.kernels[0], {}, shapes), h.assembly_flags);
+    return std::string(b.binary->begin(), b.binary->end());
+  };
+  std::string gemm = ptx_of(R"(kernel Gemm {
+  input:  f32[M,K] A, f32[K,N] B
+  output: f32[M,N] C
+  operation: C[i,j] += A[i,k] * B[k,j]
+})",
+                            {{"M", 1024}, {"K", 1024}, {"N", 1024}});
+  EXPECT_THAT(gemm, HasSubstr(".shared .align 4 .b8"));
+  EXPECT_THAT(gemm, HasSubstr("st.shared.f32"));
+  EXPECT_THAT(gemm, HasSubstr("ld.shared.f32"));
+  EXPECT_THAT(gemm, HasSubstr("bar.sync"));
+  EXPECT_THAT(gemm, HasSubstr("fma.rn.f32"));
+  EXPECT_THAT(gemm, HasSubstr(".maxntid 128, 1, 1")); // 16 x 8 threads, 4 x 8 outputs each
+  EXPECT_EQ(gemm.find(".local"), std::string::npos) << "the per-thread register tile spilled to local memory";
+  EXPECT_EQ(gemm.find("mma.sync"), std::string::npos);
+  std::string map = ptx_of(R"(kernel Map {
+  input:  f32[M,N] X
+  output: f32[M,N] Y
+  operation: Y[i,j] = X[i,j] * 2.0
+})",
+                           {{"M", 512}, {"N", 512}});
+  EXPECT_THAT(map, HasSubstr(".maxntid 256, 1, 1"));
+  EXPECT_THAT(map, HasSubstr("%tid.x;"));
+  std::string rows = ptx_of(R"(kernel RowSum {
+  input:  f32[M,N] X
+  output: f32[M] S
+  operation: S[i] += X[i,j]
+})",
+                            {{"M", 1024}, {"N", 300}});
+  EXPECT_THAT(rows, HasSubstr(".maxntid 256, 1, 1"));
+  EXPECT_THAT(rows, HasSubstr("st.shared.f32"));
+  EXPECT_THAT(rows, HasSubstr("bar.sync"));
+}
+
 TEST_F(CudaCompile, NvrtcErrorsShowItsLog) {
   try {
     session_->device().compile("extern \"C\" __global__ void k() { undeclared_name = 1; }",
