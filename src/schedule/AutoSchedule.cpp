@@ -122,8 +122,17 @@ GemmTiling analytic_gemm_tiling(const GemmSite& site, int64_t batch, const hcd::
   t.mr = std::min(t.mr, site.M);
   auto [l1, l2] = cache_sizes(h);
   const int64_t l3 = last_level_cache(h);
-  t.kc = std::max<int64_t>(8, pow2_floor(l1 * 3 / 4 / ((t.mr + t.nr) * bytes)));
-  if (site.K <= t.kc * 3 / 2) t.kc = site.K;
+  // kc: the B micro-panel (kc x nr), which every A micro-panel of the block meets, fills
+  // L1; the A micro-panels stream from L2. Twice the kc at which both micro-panels fit L1
+  // at most. A long kc means fewer C tile loads from memory (once per kc block) and
+  // fewer A blocks per B block: on the Zen 3 host kc 512 against 256 measured 5-20%
+  // faster at K >= 768 (docs/PERFORMANCE.md). Measured on CPUs only: other devices keep
+  // the both-in-L1 kc.
+  const int64_t kc_both = std::max<int64_t>(8, pow2_floor(l1 * 3 / 4 / ((t.mr + t.nr) * bytes)));
+  t.kc = h.kind != hcd::DeviceKind::Cpu ? kc_both
+                                        : std::max(kc_both, std::min(2 * kc_both, pow2_floor(l1 / (t.nr * bytes))));
+  // A short K is one block only up to kc (or 3/2 of it when kc is the both-in-L1 size).
+  if (site.K <= (t.kc > kc_both ? t.kc : t.kc * 3 / 2)) t.kc = site.K;
   // Equal blocks: as many as the cache sizes ask for, then as even as the tile allows.
   auto balance = [](int64_t total, int64_t block, int64_t multiple) {
     int64_t n = (total + block - 1) / block;
@@ -136,12 +145,14 @@ GemmTiling analytic_gemm_tiling(const GemmSite& site, int64_t batch, const hcd::
   // it is read once, and is best kept in L2.
   const int64_t b_budget = site.M <= t.mc || l3 <= l2 ? l2 / 2 : std::min(l3 / 16, 4 * l2);
   t.nc = std::min(round_down(b_budget / (t.kc * bytes), t.nr), round_up(site.N, t.nr));
-  // Parallel blocks: at least two per compute unit where the shape allows, split so
+  // Parallel blocks: two per compute unit where the shape allows (with several), split so
   // that packing is repeated least. A row of blocks packs B again (K x N elements per
   // row); a column packs A again for every nc columns, plus one more where its columns
   // do not fill whole nc blocks (M x K per pack; A's copy transposes 6-row micro-panels,
   // scalar loads, so it costs about four times B's vector copy per element).
-  const int64_t want = 2 * h.units;
+  // One compute unit: one block (a second would pack B again for nothing; 256^3 to
+  // 1024^3 on one thread 2-4% faster as one block).
+  const int64_t want = h.units > 1 ? 2 * h.units : 1;
   const int64_t max_gm = (site.M + t.mr - 1) / t.mr, max_gn = (site.N + t.nr - 1) / t.nr;
   int64_t best_gm = 1, best_gn = 1;
   double best_cost = -1;
@@ -162,6 +173,15 @@ GemmTiling analytic_gemm_tiling(const GemmSite& site, int64_t batch, const hcd::
   t.ng = balance(site.N, round_up((site.N + best_gn - 1) / best_gn, t.nr), t.nr);
   t.mc = balance(t.mg, std::min(t.mc, t.mg), t.mr);
   t.nc = balance(t.ng, std::min(t.nc, t.ng), t.nr);
+  // One A block per parallel block: its C block (mc x nc) is revisited once per kc
+  // block, so the B block, the A block and the C block together stay in 3/4 of L2; a
+  // larger B block pushes C out between its kc visits (128 x 50257 x 768 at kc 256: nc
+  // 256 -> 80, 2-10% faster by thread CPU time).
+  if (t.mg <= t.mc) {
+    const int64_t rest = std::max<int64_t>(0, l2 * 3 / 4 / bytes - t.mc * t.kc);
+    const int64_t fit = round_down(rest / (t.kc + t.mc), t.nr);
+    if (fit < t.nc) t.nc = balance(t.ng, fit, t.nr);
+  }
   // A packed once per parallel block where BLIS's order would pack it again for each nc
   // columns and the whole mg x K panel stays in this core's share of the last cache
   // level (or in L2 when there is none).
@@ -185,8 +205,8 @@ bool gemm_tiling_fits(const GemmSite& s, const GemmTiling& t, const hcd::Hcd& h,
   if (t.mr * vectors + vectors + 1 > h.vector_registers)
     return fail(fmt::format("a {}x{} register tile needs {} vector registers, the HCD has {}", t.mr, t.nr,
                             t.mr * vectors + vectors + 1, h.vector_registers));
-  if ((t.mr + t.nr) * t.kc * bytes > l1)
-    return fail(fmt::format("micro-panels of {} exceed L1 ({})", kib((t.mr + t.nr) * t.kc * bytes), kib(l1)));
+  if (t.nr * t.kc * bytes > l1)
+    return fail(fmt::format("the B micro-panel of {} exceeds L1 ({})", kib(t.nr * t.kc * bytes), kib(l1)));
   if (t.mc * t.kc * bytes > l2)
     return fail(fmt::format("the packed A block of {} exceeds L2 ({})", kib(t.mc * t.kc * bytes), kib(l2)));
   const int64_t b_limit = std::max(l2, last_level_cache(h) / 4);
@@ -594,8 +614,12 @@ AutoSchedule auto_schedule(const Kernel& given, const ShapeBindings& b, const hc
         "vector registers ({}-bit)",
         t.mr, t.nr, t.mr * vectors, vectors, lanes, vectors, t.mr * vectors + vectors + 1, h.vector_registers,
         h.vector_bits));
-    a.reasons.push_back(fmt::format("  L1: kc={} so the A ({}x{}) and B ({}x{}) micro-panels take {} of {}", t.kc,
-                                    t.mr, t.kc, t.kc, t.nr, kib((t.mr + t.nr) * t.kc * bytes), kib(l1)));
+    a.reasons.push_back(fmt::format("  L1: kc={} so the B micro-panel ({}x{}) takes {} of {}{}", t.kc, t.kc, t.nr,
+                                    kib(t.nr * t.kc * bytes), kib(l1),
+                                    (t.mr + t.nr) * t.kc * bytes <= l1
+                                        ? fmt::format(", with the A micro-panel ({}x{}) {}", t.mr, t.kc,
+                                                      kib((t.mr + t.nr) * t.kc * bytes))
+                                        : fmt::format("; the A micro-panel ({}x{}) streams from L2", t.mr, t.kc)));
     const int64_t l3 = last_level_cache(h);
     a.reasons.push_back(fmt::format("  L2: packed A block mc={} x kc={} takes {} of {}", t.mc, t.kc,
                                     kib(t.mc * t.kc * bytes), kib(l2)));
