@@ -165,14 +165,14 @@ LoopProgram lower_scheduled(const Kernel& kernel, const ShapeBindings& b, const 
         continue;
       }
       if (x.kind == PrimitiveKind::Threads || x.kind == PrimitiveKind::BlockRows) {
-        // Every launch (an init launch too) whose outermost loop is the named one and,
-        // with `on`, that writes that tensor.
+        // Every launch (an init launch too) whose outermost loop is the named one, that
+        // does not run on threads yet and, with `on`, that writes that tensor.
         int applied = 0;
         for (LoopFunc& f : p.funcs) {
           if (!x.on.empty() && !stores_to(f.body, x.on)) continue;
           const StmtNode* top = f.body.get();
           while (top->kind == StmtKind::Let) top = top->body[0].get();
-          if (top->kind != StmtKind::For || top->var != x.vars[0]) continue;
+          if (top->kind != StmtKind::For || top->var != x.vars[0] || runs_on_threads(f.body)) continue;
           f.body = x.kind == PrimitiveKind::Threads ? threads_loop(f.body, x.vars[0], x.factors[0], hcd)
                                                     : block_rows(p, f.body, x.vars[0], x.factors[0], hcd);
           ++applied;

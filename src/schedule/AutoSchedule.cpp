@@ -1054,6 +1054,58 @@ AutoSchedule auto_schedule(const Kernel& given, const ShapeBindings& b, const hc
       const StmtNode* top = f.body.get();
       while (top->kind == StmtKind::Let) top = top->body[0].get();
       if (top->kind != StmtKind::For) continue;
+      if (top->for_kind == ForKind::Serial || top->for_kind == ForKind::Vectorized) {
+        // Not on the grid: the outermost loop is a reduction (a column sum `S[j] += X[i,
+        // j]` lowered in place: i outside j) or was left vectorized (its init). The first
+        // loop of the perfect nest whose iterations are independent moves outermost
+        // (reorder) and goes on blocks of threads: one output element per thread, each
+        // walking the reduction alone, consecutive threads on consecutive elements.
+        std::vector<const StmtNode*> chain{top};
+        while (chain.back()->body[0]->kind == StmtKind::For) chain.push_back(chain.back()->body[0].get());
+        for (size_t n = 0; n < chain.size(); ++n) {
+          const StmtNode* l = chain[n];
+          const auto e = const_int_value(l->extent);
+          if (!e || const_int_value(l->min) != 0 || !parallel_conflict(top->body[0], l->var).empty() ||
+              (n == 0 && !parallel_conflict(f.body, l->var).empty()))
+            continue;
+          std::string written_out;
+          std::function<void(const Stmt&)> find_out = [&](const Stmt& x) {
+            if (x->kind == StmtKind::Store && p.find_buffer(x->buffer) && written_out.empty()) written_out = x->buffer;
+            for (const Stmt& c : x->body) find_out(c);
+          };
+          find_out(f.body);
+          if (written_out.empty()) break;
+          std::vector<Primitive> prims;
+          if (n > 0) {
+            Primitive order;
+            order.kind = PrimitiveKind::Reorder;
+            order.vars.push_back(l->var);
+            for (size_t q = 0; q < n; ++q) order.vars.push_back(chain[q]->var);
+            order.on = written_out;
+            prims.push_back(order);
+          }
+          int64_t t = block;
+          while (t > warp && (*e + t - 1) / t < h.units) t = std::max(warp, t / 2 / warp * warp);
+          Primitive th;
+          th.kind = PrimitiveKind::Threads;
+          th.vars = {l->var};
+          th.factors = {t};
+          th.on = written_out;
+          prims.push_back(th);
+          if (try_add(prims)) {
+            const int64_t used = block_threads(t, *e, h);
+            a.reasons.push_back(fmt::format("{}: loop '{}' ({} iterations){} on {} blocks of {} threads, consecutive "
+                                            "threads on consecutive '{}'{}",
+                                            written_out, l->var, *e, n > 0 ? " moved outermost (reorder)" : "",
+                                            (*e + used - 1) / used, used, l->var,
+                                            n > 0 ? fmt::format("; each thread runs the reduction over '{}' alone",
+                                                                chain[0]->var)
+                                                  : ""));
+          }
+          break;
+        }
+        continue;
+      }
       const ThreadNest nest = thread_nest(f.body, top->var);
       if (nest.loops.empty()) continue;
       // The launch by the tensor it writes: an output where it writes one (a row chain's

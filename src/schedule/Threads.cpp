@@ -76,6 +76,8 @@ ThreadNest thread_nest(const Stmt& body, const std::string& v) {
   return n;
 }
 
+bool runs_on_threads(const Stmt& body) { return has_thread_loops(body); }
+
 int64_t block_threads(int64_t requested, int64_t iterations, const hcd::Hcd& h) {
   const int64_t warp = std::max(1, h.warp_size);
   const int64_t rounded = (iterations + warp - 1) / warp * warp;
@@ -94,7 +96,7 @@ Stmt threads_loop(const Stmt& body, const std::string& v, int64_t threads, const
                                 "{} along thread.x)",
                                 what, threads, h.max_threads_per_block, h.max_block.empty() ? 0 : h.max_block[0]));
   Stmt r = body;
-  if (top->for_kind == ForKind::Serial) r = parallelize_loop(r, v);
+  if (top->for_kind == ForKind::Serial || top->for_kind == ForKind::Vectorized) r = parallelize_loop(r, v);
   if (outermost_loop(r)->for_kind != ForKind::GridX)
     throw UserError(fmt::format("error: schedule: {}: loop '{}' is on another grid axis than grid.x", what, v));
   ThreadNest n = thread_nest(r, v);

@@ -21,11 +21,14 @@ struct ThreadNest {
 };
 ThreadNest thread_nest(const Stmt& body, const std::string& v);
 
+/// Whether the launch has thread loops already.
+bool runs_on_threads(const Stmt& body);
+
 /// The threads of one block for `iterations` iterations: `requested`, or the iterations
 /// rounded up to the warp size when fewer.
 int64_t block_threads(int64_t requested, int64_t iterations, const hcd::Hcd& h);
 
-/// threads: `v` (the outermost loop; a serial one is made parallel first) and the loops
+/// threads: `v` (the outermost loop; a serial or vectorized one is made parallel first) and the loops
 /// of its nest are fused and split into blocks of threads: grid.x blocks, thread.x threads.
 Stmt threads_loop(const Stmt& body, const std::string& v, int64_t threads, const hcd::Hcd& h);
 
