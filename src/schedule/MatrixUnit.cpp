@@ -187,9 +187,11 @@ std::optional<MatrixSite> matrix_site(const Kernel& k, const ShapeBindings& b, c
   return site;
 }
 
+bool dialect_issues_matrix_units(const hcd::Hcd& h) { return h.dialect != "c" && h.dialect != "opencl"; }
+
 std::vector<MatrixSite> matrix_sites(const Kernel& k, const ShapeBindings& b, const hcd::Hcd& h) {
   std::vector<MatrixSite> out;
-  if (h.matrix_units.empty()) return out;
+  if (h.matrix_units.empty() || !dialect_issues_matrix_units(h)) return out;
   std::set<std::string> seen;
   for (const Comprehension& c : k.body) {
     if (!seen.insert(c.output).second) continue;

@@ -66,7 +66,14 @@ std::optional<MatrixSite> contraction_site(const Kernel& k, const ShapeBindings&
 std::optional<MatrixSite> matrix_site(const Kernel& k, const ShapeBindings& b, const hcd::Hcd& h,
                                       const std::string& output, bool tf32, std::string* why = nullptr);
 
-/// Every statement of `k` that is a matrix-unit site on `h` at its inputs' own precision.
+/// Whether the HCD's dialect prints matrix statements: cuda (mma.sync) and loopir (the sim
+/// interprets them). The c and opencl dialects have no matrix-unit instructions, so a CPU
+/// HCD that lists a unit (AMX on a detected host) keeps its contractions on the vector
+/// units there.
+bool dialect_issues_matrix_units(const hcd::Hcd& h);
+
+/// Every statement of `k` that is a matrix-unit site on `h` at its inputs' own precision
+/// (none where the dialect cannot issue them).
 std::vector<MatrixSite> matrix_sites(const Kernel& k, const ShapeBindings& b, const hcd::Hcd& h);
 
 /// The analytic tiling for `site` on `h` (see the file comment).
