@@ -46,6 +46,17 @@ int64_t pow2_floor(int64_t x) {
   return p;
 }
 
+// Whether the HCD gets the wide register tile: 512-bit vectors (or wider) and 32
+// vector registers or more (AVX-512). Others keep the two-vector tile they measured
+// with (AVX2 6 x 16, NEON 8 x 8).
+bool wide_register_tile(const hcd::Hcd& h) {
+  return h.kind == hcd::DeviceKind::Cpu && h.vector_bits >= 512 && h.vector_registers >= 32;
+}
+
+// Whether the B micro-panel (kc x nr) is read from L2 rather than L1: a tile of four
+// vectors or more per row (the wide register tile, or a tuner's candidate).
+bool b_panel_in_l2(const GemmTiling& t, int lanes) { return t.nr >= 4 * int64_t(lanes); }
+
 // Data cache sizes for tiling: the first two non-register levels (L1, L2 on a CPU).
 std::pair<int64_t, int64_t> cache_sizes(const hcd::Hcd& h) {
   std::vector<int64_t> sizes;
@@ -117,8 +128,18 @@ GemmTiling analytic_gemm_tiling(const GemmSite& site, int64_t batch, const hcd::
   const int64_t bytes = dtype_bytes(site.dtype);
   if (site.N < lanes) return t;
   int64_t nv = site.N >= 2 * lanes ? 2 : 1;
-  t.nr = nv * lanes;
   t.mr = std::max<int64_t>(1, std::min<int64_t>((h.vector_registers - nv - 1) / nv, 8));
+  // 512-bit vectors and 32 registers (AVX-512): a row of four vectors and as many rows
+  // as half the registers hold (4 x 64 f32: 16 accumulators, 4 B vectors and 4 A
+  // broadcasts per k step). Against 8 x 32 (10 loads per 16 FMAs) it measured 3-5%
+  // faster at 1024^3 and 2048^3 on the AVX-512 Xeon; 6 x 64 (24 accumulators) made GCC
+  // spill the tile where M left a row tail (docs/PERFORMANCE.md, "f32 GEMM on the
+  // AVX-512 Xeon"). Narrower vectors keep the two-vector row.
+  if (wide_register_tile(h) && site.N >= 4 * lanes) {
+    nv = 4;
+    t.mr = h.vector_registers / 2 / nv;
+  }
+  t.nr = nv * lanes;
   t.mr = std::min(t.mr, site.M);
   auto [l1, l2] = cache_sizes(h);
   const int64_t l3 = last_level_cache(h);
@@ -131,6 +152,12 @@ GemmTiling analytic_gemm_tiling(const GemmSite& site, int64_t batch, const hcd::
   const int64_t kc_both = std::max<int64_t>(8, pow2_floor(l1 * 3 / 4 / ((t.mr + t.nr) * bytes)));
   t.kc = h.kind != hcd::DeviceKind::Cpu ? kc_both
                                         : std::max(kc_both, std::min(2 * kc_both, pow2_floor(l1 / (t.nr * bytes))));
+  // A four-vector B micro-panel fills L1 at a short kc (192 x 64 f32 in 48 KiB), so it
+  // streams from L2 instead (1/16 of it: 512 x 64 in 2 MiB) and the A micro-panel
+  // (4 x kc) stays in L1: a C tile is then loaded once per 512 k steps, not per 128
+  // (2048^3 on the AVX-512 Xeon: kc 128 / 256 / 512 gave 0.86-0.90 / 0.85-0.86 /
+  // 0.93-0.97 of OpenBLAS by thread CPU time).
+  if (b_panel_in_l2(t, lanes)) t.kc = std::max<int64_t>(8, pow2_floor(l2 / 16 / (t.nr * bytes)));
   // A short K is one block only up to kc (or 3/2 of it when kc is the both-in-L1 size).
   if (site.K <= (t.kc > kc_both ? t.kc : t.kc * 3 / 2)) t.kc = site.K;
   // Equal blocks: as many as the cache sizes ask for, then as even as the tile allows.
@@ -187,6 +214,10 @@ GemmTiling analytic_gemm_tiling(const GemmSite& site, int64_t batch, const hcd::
   // level (or in L2 when there is none).
   const int64_t a_budget = l3 > l2 ? l3 / (2 * std::max(1, h.units)) : l2;
   t.a_whole = t.ng > t.nc && t.mg * site.K * bytes <= a_budget;
+  // With the wide tile A is packed whole even where BLIS's order packs it once: packing
+  // each mc x kc block between B's pack and its use measured 8-15% slower on the AVX-512
+  // Xeon (2048^3 and 2048 x 3072 x 768, thread CPU time; docs/PERFORMANCE.md).
+  if (b_panel_in_l2(t, lanes) && t.mg * site.K * bytes <= a_budget) t.a_whole = true;
   return t;
 }
 
@@ -205,8 +236,10 @@ bool gemm_tiling_fits(const GemmSite& s, const GemmTiling& t, const hcd::Hcd& h,
   if (t.mr * vectors + vectors + 1 > h.vector_registers)
     return fail(fmt::format("a {}x{} register tile needs {} vector registers, the HCD has {}", t.mr, t.nr,
                             t.mr * vectors + vectors + 1, h.vector_registers));
-  if (t.nr * t.kc * bytes > l1)
-    return fail(fmt::format("the B micro-panel of {} exceeds L1 ({})", kib(t.nr * t.kc * bytes), kib(l1)));
+  if (b_panel_in_l2(t, lanes) ? t.nr * t.kc * bytes > l2 / 4 : t.nr * t.kc * bytes > l1)
+    return fail(b_panel_in_l2(t, lanes)
+                    ? fmt::format("the B micro-panel of {} exceeds a quarter of L2 ({})", kib(t.nr * t.kc * bytes), kib(l2))
+                    : fmt::format("the B micro-panel of {} exceeds L1 ({})", kib(t.nr * t.kc * bytes), kib(l1)));
   if (t.mc * t.kc * bytes > l2)
     return fail(fmt::format("the packed A block of {} exceeds L2 ({})", kib(t.mc * t.kc * bytes), kib(l2)));
   const int64_t b_limit = std::max(l2, last_level_cache(h) / 4);
@@ -618,12 +651,18 @@ AutoSchedule auto_schedule(const Kernel& given, const ShapeBindings& b, const hc
         "vector registers ({}-bit)",
         t.mr, t.nr, t.mr * vectors, vectors, lanes, vectors, t.mr * vectors + vectors + 1, h.vector_registers,
         h.vector_bits));
-    a.reasons.push_back(fmt::format("  L1: kc={} so the B micro-panel ({}x{}) takes {} of {}{}", t.kc, t.kc, t.nr,
-                                    kib(t.nr * t.kc * bytes), kib(l1),
-                                    (t.mr + t.nr) * t.kc * bytes <= l1
-                                        ? fmt::format(", with the A micro-panel ({}x{}) {}", t.mr, t.kc,
-                                                      kib((t.mr + t.nr) * t.kc * bytes))
-                                        : fmt::format("; the A micro-panel ({}x{}) streams from L2", t.mr, t.kc)));
+    if (b_panel_in_l2(t, lanes))
+      a.reasons.push_back(fmt::format("  L2: kc={} so the B micro-panel ({}x{}) takes {} of {} (a sixteenth at most); the A "
+                                      "micro-panel ({}x{}, {}) stays in L1 ({})",
+                                      t.kc, t.kc, t.nr, kib(t.nr * t.kc * bytes), kib(l2), t.mr, t.kc,
+                                      kib(t.mr * t.kc * bytes), kib(l1)));
+    else
+      a.reasons.push_back(fmt::format("  L1: kc={} so the B micro-panel ({}x{}) takes {} of {}{}", t.kc, t.kc, t.nr,
+                                      kib(t.nr * t.kc * bytes), kib(l1),
+                                      (t.mr + t.nr) * t.kc * bytes <= l1
+                                          ? fmt::format(", with the A micro-panel ({}x{}) {}", t.mr, t.kc,
+                                                        kib((t.mr + t.nr) * t.kc * bytes))
+                                          : fmt::format("; the A micro-panel ({}x{}) streams from L2", t.mr, t.kc)));
     const int64_t l3 = last_level_cache(h);
     a.reasons.push_back(fmt::format("  L2: packed A block mc={} x kc={} takes {} of {}", t.mc, t.kc,
                                     kib(t.mc * t.kc * bytes), kib(l2)));
