@@ -134,8 +134,9 @@ GemmTiling analytic_gemm_tiling(const GemmSite& site, int64_t batch, const hcd::
   // broadcasts per k step). Against 8 x 32 (10 loads per 16 FMAs) it measured 3-5%
   // faster at 1024^3 and 2048^3 on the AVX-512 Xeon; 6 x 64 (24 accumulators) made GCC
   // spill the tile where M left a row tail (docs/PERFORMANCE.md, "f32 GEMM on the
-  // AVX-512 Xeon"). Narrower vectors keep the two-vector row.
-  if (wide_register_tile(h) && site.N >= 4 * lanes) {
+  // AVX-512 Xeon"). Narrower vectors keep the two-vector row, and so do widened bf16
+  // and f16 GEMMs (measured with it; their operands are converted while packed).
+  if (wide_register_tile(h) && !site.mixed_operands && site.N >= 4 * lanes) {
     nv = 4;
     t.mr = h.vector_registers / 2 / nv;
   }
@@ -317,6 +318,8 @@ std::vector<GemmSite> gemm_sites(const Kernel& k, const ShapeBindings& b, const 
       if (reading_factors < 2) continue;
     }
     site.operands = read_tensors(s->value->operands[1]);
+    for (const std::string& o : site.operands)
+      if (const LoopBuffer* ob = p.find_buffer(o); ob && ob->dtype != out->dtype) site.mixed_operands = true;
     for (const StmtNode* l : chain)
       if (l->var == site.k) site.K = *const_int_value(l->extent);
     // Reads: unguarded; each either unit-stride in j or independent of it.
