@@ -9,6 +9,7 @@
 #include <time.h>
 #include KERNEL_C
 #include <cblas.h>
+#include <malloc.h>
 
 extern void openblas_set_num_threads(int);
 
@@ -35,6 +36,10 @@ static float* fill(size_t n, unsigned seed) {
 int main(int argc, char** argv) {
   const int reps = argc > 1 ? atoi(argv[1]) : 5;
   openblas_set_num_threads(1);
+  // As the cpu plugin does (CpuDevice.cpp, keep_staging_memory_warm): the kernel's
+  // staging buffers come from a warm heap instead of fresh pages at every call.
+  mallopt(M_MMAP_THRESHOLD, 64 << 20);
+  mallopt(M_TRIM_THRESHOLD, 128 << 20);
   float *A = fill((size_t)GM * GK, 1), *B = fill((size_t)GK * GN, 2);
   float *C = fill((size_t)GM * GN, 3), *R = fill((size_t)GM * GN, 4);
   ut_c_arg args[] = {{.p = A}, {.p = B}, {.p = C}};
