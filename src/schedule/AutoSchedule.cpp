@@ -165,8 +165,8 @@ GemmTiling analytic_gemm_tiling(const GemmSite& site, int64_t batch, const hcd::
   // A four-vector B micro-panel fills L1 at a short kc (192 x 64 f32 in 48 KiB), so it
   // streams from L2 instead (1/16 of it: 512 x 64 in 2 MiB) and the A micro-panel
   // (4 x kc) stays in L1: a C tile is then loaded once per 512 k steps, not per 128
-  // (2048^3 on the AVX-512 Xeon: kc 128 / 256 / 512 gave 0.86-0.90 / 0.85-0.86 /
-  // 0.93-0.97 of OpenBLAS by thread CPU time).
+  // (2048^3 on the AVX-512 Xeon: kc 256 / 512 / 1024 gave 0.85-0.86 / 0.91-0.94 / 0.97
+  // of OpenBLAS by thread CPU time).
   if (b_panel_in_l2(t, lanes)) t.kc = std::max<int64_t>(8, pow2_floor(l2 / 16 / (t.nr * bytes)));
   // A short K is one block only up to kc (or 3/2 of it when kc is the both-in-L1 size).
   if (site.K <= (t.kc > kc_both ? t.kc : t.kc * 3 / 2)) t.kc = site.K;
@@ -225,7 +225,7 @@ GemmTiling analytic_gemm_tiling(const GemmSite& site, int64_t batch, const hcd::
   const int64_t a_budget = l3 > l2 ? l3 / (2 * std::max(1, h.units)) : l2;
   t.a_whole = t.ng > t.nc && t.mg * site.K * bytes <= a_budget;
   // With the wide tile A is packed whole even where BLIS's order packs it once: packing
-  // each mc x kc block between B's pack and its use measured 8-15% slower on the AVX-512
+  // each mc x kc block between B's pack and its use measured 10-15% slower on the AVX-512
   // Xeon (2048^3 and 2048 x 3072 x 768, thread CPU time; docs/PERFORMANCE.md).
   if (b_panel_in_l2(t, lanes) && t.mg * site.K * bytes <= a_budget) t.a_whole = true;
   return t;
