@@ -579,6 +579,24 @@ AutoSchedule auto_schedule(const Kernel& given, const ShapeBindings& b, const hc
   auto [l1, l2] = cache_sizes(h);
   std::set<size_t> gemm_statements; // and fused attention statements
   for (const AttentionSite& site : attention_sites(k, b)) {
+    // On blocks of SIMT threads: a block of threads per query block, the tiles staged in
+    // shared memory (FlashThreads); else, or where those tiles do not fit, the CPU shape.
+    if (simt_blocks(h)) {
+      std::string why;
+      if (std::optional<FlashThreads> ft = flash_threads(k, b, site.output, h, &why)) {
+        Primitive fa;
+        fa.kind = PrimitiveKind::FlashAttention;
+        fa.buffer = site.output;
+        fa.factors = {ft->rows, ft->keys, ft->threads_y, ft->threads_x};
+        if (try_add({fa})) {
+          for (size_t n = site.first; n <= site.first + 3; ++n) gemm_statements.insert(n);
+          for (std::string& r : flash_thread_reasons(k, b, site.output, *ft, h)) a.reasons.push_back(std::move(r));
+          continue;
+        }
+      } else {
+        a.reasons.push_back(fmt::format("{}: no flash attention on blocks of threads: {}", site.output, why));
+      }
+    }
     const FlashBlocks fb = flash_blocks(site, h);
     Primitive fa;
     fa.kind = PrimitiveKind::FlashAttention;
