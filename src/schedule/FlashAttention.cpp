@@ -555,7 +555,10 @@ std::optional<SimtPlan> simt_plan(const Chain& ch, const hcd::Hcd& h, const std:
   while (tm > 1 && tm / 2 * ty >= Nq) tm /= 2;
   while (ty > 1 && ty / 2 * tm >= Nq && tx * ty / 2 >= warp) ty /= 2;
   while (tn > 1 && tn / 2 * tx >= Nk) tn /= 2;
+  // Fewer rows per block while there are fewer blocks than compute units: fewer rows per
+  // thread first, then fewer threads, down to 4 warps (as thread_gemm).
   while (tm > 1 && batch * ceil_div(Nq, tm * ty) < h.units) tm /= 2;
+  while (ty > 1 && tx * ty / 2 >= 4 * warp && batch * ceil_div(Nq, tm * ty) < h.units) ty /= 2;
   for (;;) {
     p.t = FlashThreads{tm * ty, tn * tx, ty, tx};
     size_plan(ch, p);
