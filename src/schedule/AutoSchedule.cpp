@@ -9,6 +9,8 @@
 //   panels fit in L2, A and B packed per block, blocks spread over the compute units.
 // - Attention written as comprehensions (scores, row max, row sum, output) becomes one
 //   flash-attention launch (FlashAttention.cpp); its statements are then no GEMM sites.
+//   On blocks of SIMT threads (simt_blocks) that launch is a block of threads per query
+//   block with its tiles in shared memory (FlashThreads), where they fit.
 // - Every other launch whose outermost loop is spatial runs it in parallel.
 // - A per-slice statement chain (softmax's max, sum, normalise) runs as one launch:
 //   each local that the next statement reads at the same outer index is computed there.

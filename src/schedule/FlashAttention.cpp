@@ -12,6 +12,10 @@
 //   O = O_acc / l_run   (masked: 0 for a row whose keys are all masked, as the reference)
 // Operands whose reads move with the key and not with the query (K) are staged per key
 // block (the `stage` primitive), which packs them as the register tile reads them.
+// On blocks of SIMT threads (FlashThreads, flash_attention_simt below) the same arithmetic
+// runs as phases of a thread block between barriers: cooperative copies of the Q, K and V
+// tiles into shared memory, per-thread score tiles into a shared score tile, one thread
+// per row for the online softmax, per-thread output tiles in registers.
 // Partial blocks read clamped indices (valid elements, results never stored) and mask the
 // keys past the end, so every block runs the same code.
 #include "schedule/FlashAttention.h"
@@ -446,6 +450,10 @@ std::pair<MemScope, int64_t> staging_level(const hcd::Hcd& h) {
 
 int64_t words(DType t) { return std::max<int64_t>(1, dtype_bytes(t) / 4); }
 
+// Bytes of one element of a shared tile: the printers hold 16-bit floats in their compute
+// type (f32) there, except in a matrix unit's operand tiles.
+int64_t shared_bytes(DType t) { return t == DType::F16 || t == DType::BF16 ? 4 : dtype_bytes(t); }
+
 // The reads of the chain that can be staged (see StagedRead), each once.
 std::vector<StagedRead> stageable_reads(const Chain& ch) {
   std::set<std::string> batch;
@@ -502,9 +510,9 @@ void size_plan(const Chain& ch, SimtPlan& p) {
   p.td = ceil_div(s.head_dim, p.t.threads_x);
   p.shared = 0;
   for (const StagedRead& r : p.staged)
-    p.shared += (r.keys ? p.t.keys : p.t.rows) * (staged_width(r, p) + 1) * dtype_bytes(r.read->type);
-  p.shared += p.t.rows * (p.t.keys + 1) * dtype_bytes(s.score_type);
-  p.shared += p.t.rows * (2 * dtype_bytes(ch.max_type) + dtype_bytes(ch.sum_type));
+    p.shared += (r.keys ? p.t.keys : p.t.rows) * (staged_width(r, p) + 1) * shared_bytes(r.read->type);
+  p.shared += p.t.rows * (p.t.keys + 1) * shared_bytes(s.score_type);
+  p.shared += p.t.rows * (2 * shared_bytes(ch.max_type) + shared_bytes(ch.sum_type));
   p.registers = p.tm * p.td * words(s.accumulator) + p.tm * p.tn * words(s.score_type) + p.tm + p.tn;
 }
 
