@@ -469,7 +469,17 @@ AutoSchedule auto_schedule(const Kernel& given, const ShapeBindings& b, const hc
   std::set<size_t> in_attention; // flash attention takes these
   for (const AttentionSite& site : attention_sites(k, b))
     for (size_t n = site.first; n <= site.first + 3; ++n) in_attention.insert(n);
-  if (!h.matrix_units.empty() && !dialect_issues_matrix_units(h))
+  auto has_contraction = [&] {
+    for (const Comprehension& c : k.body) {
+      try {
+        if (contraction_site(k, b, c.output)) return true;
+      } catch (const UserError&) {
+        // an unbound range: not a site
+      }
+    }
+    return false;
+  };
+  if (!h.matrix_units.empty() && !dialect_issues_matrix_units(h) && has_contraction())
     a.reasons.push_back(fmt::format("matrix unit: HCD '{}' lists one, but the {} dialect has no matrix-unit "
                                     "instructions; contractions stay on the vector units",
                                     h.name, h.dialect));
