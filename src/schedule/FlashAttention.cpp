@@ -706,7 +706,7 @@ LoopProgram flash_attention_simt(const Kernel& k, const LoopProgram& p, const Ch
     });
   };
 
-  // The thread tiles: rows y + a*TY, keys (or output columns) x + c*TX.
+  // Thread tiles: thread (y, x) takes rows y + a*TY and keys (or output columns) x + c*TX.
   const Expr one = float_imm(1.0, Tm);
 
   // 1. The state: every row's max and sum (one thread per row), every thread's output tile.
