@@ -48,17 +48,6 @@ int64_t pow2_floor(int64_t x) {
   return p;
 }
 
-// Whether the HCD gets the wide register tile: 512-bit vectors (or wider) and 32
-// vector registers or more (AVX-512). Others keep the two-vector tile they measured
-// with (AVX2 6 x 16, NEON 8 x 8).
-bool wide_register_tile(const hcd::Hcd& h) {
-  return h.kind == hcd::DeviceKind::Cpu && h.vector_bits >= 512 && h.vector_registers >= 32;
-}
-
-// Whether the B micro-panel (kc x nr) is read from L2 rather than L1: a tile of four
-// vectors or more per row (the wide register tile, or a tuner's candidate).
-bool b_panel_in_l2(const GemmTiling& t, int lanes) { return t.nr >= 4 * int64_t(lanes); }
-
 // Data cache sizes for tiling: the first two non-register levels (L1, L2 on a CPU).
 std::pair<int64_t, int64_t> cache_sizes(const hcd::Hcd& h) {
   std::vector<int64_t> sizes;
@@ -70,20 +59,11 @@ std::pair<int64_t, int64_t> cache_sizes(const hcd::Hcd& h) {
 }
 
 // The last cache level's size, or 0 when the HCD lists no third level.
-// It counts for at most 16 MiB per CPU sharing it (as for streaming stores): a VM's
-// sysfs reports the whole socket's (480 MiB for two vCPUs on the AVX-512 Xeon of
-// docs/PERFORMANCE.md), so 4096^3 packed its 64 MiB A whole and read it back from
-// memory (3-5% slower than per block). 16 MiB per sharer or less (Zen 3: 32 MiB for 2)
-// is unchanged.
 int64_t last_level_cache(const hcd::Hcd& h) {
   std::vector<int64_t> sizes;
-  int64_t cap = 0;
   for (const hcd::MemoryLevel& l : h.memory)
-    if (l.scope != "register" && l.scope != "global" && l.size_bytes > 0) {
-      sizes.push_back(l.size_bytes);
-      cap = int64_t(16) * 1024 * 1024 * std::max(1, l.shared_by);
-    }
-  return sizes.size() > 2 ? std::min(sizes.back(), cap) : 0;
+    if (l.scope != "register" && l.scope != "global" && l.size_bytes > 0) sizes.push_back(l.size_bytes);
+  return sizes.size() > 2 ? sizes.back() : 0;
 }
 
 std::string kib(int64_t bytes) {
@@ -139,19 +119,8 @@ GemmTiling analytic_gemm_tiling(const GemmSite& site, int64_t batch, const hcd::
   const int64_t bytes = dtype_bytes(site.dtype);
   if (site.N < lanes) return t;
   int64_t nv = site.N >= 2 * lanes ? 2 : 1;
-  t.mr = std::max<int64_t>(1, std::min<int64_t>((h.vector_registers - nv - 1) / nv, 8));
-  // 512-bit vectors and 32 registers (AVX-512): a row of four vectors and as many rows
-  // as half the registers hold (4 x 64 f32: 16 accumulators, 4 B vectors and 4 A
-  // broadcasts per k step). Against 8 x 32 (10 loads per 16 FMAs) it measured 3-5%
-  // faster at 1024^3 and 2048^3 on the AVX-512 Xeon; 6 x 64 (24 accumulators) made GCC
-  // spill the tile where M left a row tail (docs/PERFORMANCE.md, "f32 GEMM on the
-  // AVX-512 Xeon"). Narrower vectors keep the two-vector row, and so do widened bf16
-  // and f16 GEMMs (measured with it; their operands are converted while packed).
-  if (wide_register_tile(h) && !site.mixed_operands && site.N >= 4 * lanes) {
-    nv = 4;
-    t.mr = h.vector_registers / 2 / nv;
-  }
   t.nr = nv * lanes;
+  t.mr = std::max<int64_t>(1, std::min<int64_t>((h.vector_registers - nv - 1) / nv, 8));
   t.mr = std::min(t.mr, site.M);
   auto [l1, l2] = cache_sizes(h);
   const int64_t l3 = last_level_cache(h);
@@ -164,12 +133,6 @@ GemmTiling analytic_gemm_tiling(const GemmSite& site, int64_t batch, const hcd::
   const int64_t kc_both = std::max<int64_t>(8, pow2_floor(l1 * 3 / 4 / ((t.mr + t.nr) * bytes)));
   t.kc = h.kind != hcd::DeviceKind::Cpu ? kc_both
                                         : std::max(kc_both, std::min(2 * kc_both, pow2_floor(l1 / (t.nr * bytes))));
-  // A four-vector B micro-panel fills L1 at a short kc (192 x 64 f32 in 48 KiB), so it
-  // streams from L2 instead (1/16 of it: 512 x 64 in 2 MiB) and the A micro-panel
-  // (4 x kc) stays in L1: a C tile is then loaded once per 512 k steps, not per 128
-  // (2048^3 on the AVX-512 Xeon: kc 256 / 512 / 1024 gave 0.85-0.86 / 0.91-0.94 / 0.97
-  // of OpenBLAS by thread CPU time).
-  if (b_panel_in_l2(t, lanes)) t.kc = std::max<int64_t>(8, pow2_floor(l2 / 16 / (t.nr * bytes)));
   // A short K is one block only up to kc (or 3/2 of it when kc is the both-in-L1 size).
   if (site.K <= (t.kc > kc_both ? t.kc : t.kc * 3 / 2)) t.kc = site.K;
   // Equal blocks: as many as the cache sizes ask for, then as even as the tile allows.
@@ -226,10 +189,6 @@ GemmTiling analytic_gemm_tiling(const GemmSite& site, int64_t batch, const hcd::
   // level (or in L2 when there is none).
   const int64_t a_budget = l3 > l2 ? l3 / (2 * std::max(1, h.units)) : l2;
   t.a_whole = t.ng > t.nc && t.mg * site.K * bytes <= a_budget;
-  // With the wide tile A is packed whole even where BLIS's order packs it once: packing
-  // each mc x kc block between B's pack and its use measured 10-15% slower on the AVX-512
-  // Xeon (2048^3 and 2048 x 3072 x 768, thread CPU time; docs/PERFORMANCE.md).
-  if (b_panel_in_l2(t, lanes) && t.mg * site.K * bytes <= a_budget) t.a_whole = true;
   return t;
 }
 
@@ -248,10 +207,8 @@ bool gemm_tiling_fits(const GemmSite& s, const GemmTiling& t, const hcd::Hcd& h,
   if (t.mr * vectors + vectors + 1 > h.vector_registers)
     return fail(fmt::format("a {}x{} register tile needs {} vector registers, the HCD has {}", t.mr, t.nr,
                             t.mr * vectors + vectors + 1, h.vector_registers));
-  if (b_panel_in_l2(t, lanes) ? t.nr * t.kc * bytes > l2 / 4 : t.nr * t.kc * bytes > l1)
-    return fail(b_panel_in_l2(t, lanes)
-                    ? fmt::format("the B micro-panel of {} exceeds a quarter of L2 ({})", kib(t.nr * t.kc * bytes), kib(l2))
-                    : fmt::format("the B micro-panel of {} exceeds L1 ({})", kib(t.nr * t.kc * bytes), kib(l1)));
+  if (t.nr * t.kc * bytes > l1)
+    return fail(fmt::format("the B micro-panel of {} exceeds L1 ({})", kib(t.nr * t.kc * bytes), kib(l1)));
   if (t.mc * t.kc * bytes > l2)
     return fail(fmt::format("the packed A block of {} exceeds L2 ({})", kib(t.mc * t.kc * bytes), kib(l2)));
   const int64_t b_limit = std::max(l2, last_level_cache(h) / 4);
@@ -329,8 +286,6 @@ std::vector<GemmSite> gemm_sites(const Kernel& k, const ShapeBindings& b, const 
       if (reading_factors < 2) continue;
     }
     site.operands = read_tensors(s->value->operands[1]);
-    for (const std::string& o : site.operands)
-      if (const LoopBuffer* ob = p.find_buffer(o); ob && ob->dtype != out->dtype) site.mixed_operands = true;
     for (const StmtNode* l : chain)
       if (l->var == site.k) site.K = *const_int_value(l->extent);
     // Reads: unguarded; each either unit-stride in j or independent of it.
@@ -529,8 +484,8 @@ AutoSchedule auto_schedule(const Kernel& given, const ShapeBindings& b, const hc
   };
   if (!h.matrix_units.empty() && !dialect_issues_matrix_units(h) && has_contraction())
     a.reasons.push_back(fmt::format("matrix unit: HCD '{}' lists one, but the {} dialect has no matrix-unit "
-                                    "instructions; contractions stay on the vector units",
-                                    h.name, h.dialect));
+                                    "instructions{}; contractions stay on the vector units",
+                                    h.name, h.dialect, h.dialect == "c" ? " (AMX needs amx-tile and amx-bf16 in the isa)" : ""));
   for (const MatrixSite& site : matrix_sites(k, b, h)) {
     if (in_attention.count(site.statement)) continue;
     Primitive mu;
@@ -696,18 +651,12 @@ AutoSchedule auto_schedule(const Kernel& given, const ShapeBindings& b, const hc
         "vector registers ({}-bit)",
         t.mr, t.nr, t.mr * vectors, vectors, lanes, vectors, t.mr * vectors + vectors + 1, h.vector_registers,
         h.vector_bits));
-    if (b_panel_in_l2(t, lanes))
-      a.reasons.push_back(fmt::format("  L2: kc={} so the B micro-panel ({}x{}) takes {} of {} (a sixteenth at most); the A "
-                                      "micro-panel ({}x{}, {}) stays in L1 ({})",
-                                      t.kc, t.kc, t.nr, kib(t.nr * t.kc * bytes), kib(l2), t.mr, t.kc,
-                                      kib(t.mr * t.kc * bytes), kib(l1)));
-    else
-      a.reasons.push_back(fmt::format("  L1: kc={} so the B micro-panel ({}x{}) takes {} of {}{}", t.kc, t.kc, t.nr,
-                                      kib(t.nr * t.kc * bytes), kib(l1),
-                                      (t.mr + t.nr) * t.kc * bytes <= l1
-                                          ? fmt::format(", with the A micro-panel ({}x{}) {}", t.mr, t.kc,
-                                                        kib((t.mr + t.nr) * t.kc * bytes))
-                                          : fmt::format("; the A micro-panel ({}x{}) streams from L2", t.mr, t.kc)));
+    a.reasons.push_back(fmt::format("  L1: kc={} so the B micro-panel ({}x{}) takes {} of {}{}", t.kc, t.kc, t.nr,
+                                    kib(t.nr * t.kc * bytes), kib(l1),
+                                    (t.mr + t.nr) * t.kc * bytes <= l1
+                                        ? fmt::format(", with the A micro-panel ({}x{}) {}", t.mr, t.kc,
+                                                      kib((t.mr + t.nr) * t.kc * bytes))
+                                        : fmt::format("; the A micro-panel ({}x{}) streams from L2", t.mr, t.kc)));
     const int64_t l3 = last_level_cache(h);
     a.reasons.push_back(fmt::format("  L2: packed A block mc={} x kc={} takes {} of {}", t.mc, t.kc,
                                     kib(t.mc * t.kc * bytes), kib(l2)));
@@ -1111,8 +1060,24 @@ AutoSchedule auto_schedule(const Kernel& given, const ShapeBindings& b, const hc
   if (h.kind == hcd::DeviceKind::Cpu) {
     p = lower(s);
     for (const LoopFunc& f : p.funcs) {
-      const Stmt& loop = slice_loop(f.body);
-      if (loop->kind != StmtKind::For || loop->body[0]->kind != StmtKind::Block) continue;
+      // The slice loop: the one whose body is a chain of statements, or in a nest of
+      // single loops ending in a store (a map: `Y[i, j] = A[i, j] * sigmoid(c[i])`), the
+      // loop around the innermost one.
+      const Stmt* slice = &slice_loop(f.body);
+      if ((*slice)->kind == StmtKind::For && (*slice)->body[0]->kind == StmtKind::Store) {
+        const Stmt* parent = nullptr;
+        for (const Stmt* l = &f.body; (*l)->kind == StmtKind::For && l != slice;) {
+          parent = l;
+          const Stmt& b = (*l)->body[0];
+          l = b->kind == StmtKind::For ? &b : &b->body[0];
+        }
+        if (!parent) continue;
+        slice = parent;
+      }
+      const Stmt& loop = *slice;
+      if (loop->kind != StmtKind::For ||
+          (loop->body[0]->kind != StmtKind::Block && loop->body[0]->kind != StmtKind::For))
+        continue;
       std::set<std::string> outputs;
       std::function<void(const Stmt&)> find = [&](const Stmt& x) {
         if (x->kind == StmtKind::Store) {

@@ -55,9 +55,6 @@ struct GemmSite {
   std::string i, j, k;            // rows, columns (unit stride), reduction
   int64_t M = 0, N = 0, K = 0;
   DType dtype = DType::F32;
-  // An operand of another dtype than the output (a bf16 or f16 GEMM widened to f32):
-  // such sites keep the two-vector register tile on every HCD.
-  bool mixed_operands = false;
   std::vector<std::string> operands; // the tensors the contraction reads (staged when packed)
   std::vector<char> roles;           // per operand: 'a' moves with i only, 'b' with j only, 0 neither/both
   GemmTiling tiling;
