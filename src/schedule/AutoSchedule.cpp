@@ -469,8 +469,8 @@ AutoSchedule auto_schedule(const Kernel& given, const ShapeBindings& b, const hc
     for (size_t n = site.first; n <= site.first + 3; ++n) in_attention.insert(n);
   if (!h.matrix_units.empty() && !dialect_issues_matrix_units(h))
     a.reasons.push_back(fmt::format("matrix unit: HCD '{}' lists one, but the {} dialect has no matrix-unit "
-                                    "instructions; contractions stay on the vector units",
-                                    h.name, h.dialect));
+                                    "instructions{}; contractions stay on the vector units",
+                                    h.name, h.dialect, h.dialect == "c" ? " (AMX needs amx-tile and amx-bf16 in the isa)" : ""));
   for (const MatrixSite& site : matrix_sites(k, b, h)) {
     if (in_attention.count(site.statement)) continue;
     Primitive mu;
