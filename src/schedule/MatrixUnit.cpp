@@ -247,7 +247,8 @@ LoopProgram register_launch(const Kernel& k, const LoopProgram& p, const hcd::Hc
     return for_loop(v, imm(0), imm(n), kind, std::move(body));
   };
 
-  // 1. The task's B panel in k pairs: b_p[ks, jt, pp, 2 c + e] = B[ks * uk + 2 pp + e, j0 + jt * un + c].
+  // 1. The task's B panel in k pairs: b_p[jt, ks, pp, 2 c + e] = B[ks * uk + 2 pp + e, j0 + jt * un + c]
+  //    (a column tile's k steps consecutive: one stream of 1 KiB tiles per B register).
   Stmt pack_b;
   {
     const std::string ks = names.fresh("ks"), jt = names.fresh("jt"), pp = names.fresh("pp"), c = names.fresh("c"),
@@ -257,7 +258,7 @@ LoopProgram register_launch(const Kernel& k, const LoopProgram& p, const hcd::Hc
     Expr in_range;
     if (s.K % uk != 0) in_range = conj(in_range, less(kv, s.K));
     if (s.N % t.bn != 0) in_range = conj(in_range, less(jv, s.N));
-    Stmt st = packed(s.b, *bbuf, b_p, {var(ks), var(jt), var(pp), simplify(add(mul(var(c), imm(2)), var(e)))},
+    Stmt st = packed(s.b, *bbuf, b_p, {var(jt), var(ks), var(pp), simplify(add(mul(var(c), imm(2)), var(e)))},
                      {{s.k, kv}, {s.j, jv}}, in_range);
     pack_b = loop(ks, nks, loop(pp, uk / 2, loop(jt, t.bn / un, loop(c, un, loop(e, 2, st, ForKind::Unrolled)))));
   }
@@ -287,7 +288,7 @@ LoopProgram register_launch(const Kernel& k, const LoopProgram& p, const hcd::Hc
         const std::vector<Expr> tile = {imm(a), imm(c), imm(0), imm(0)};
         zero.push_back(matrix_zero(acc, tile, um, un));
         mma.push_back(matrix_mma_pairs(acc, tile, access(a_p, {var(ks), imm(a * um), imm(0)}, s.input),
-                                       access(b_p, {var(ks), simplify(add(mul(var(jb), imm(tn)), imm(c))), imm(0),
+                                       access(b_p, {simplify(add(mul(var(jb), imm(tn)), imm(c))), var(ks), imm(0),
                                                     imm(0)},
                                               s.input),
                                        um, un, uk));
@@ -306,7 +307,7 @@ LoopProgram register_launch(const Kernel& k, const LoopProgram& p, const hcd::Hc
   Stmt body = block({pack_b, loop(ib, t.bm / mm, row)});
   body = allocate(acc, DType::F32, {tm, tn, um, un}, MemScope::Register, body);
   body = allocate(a_p, s.input, {nks, mm, uk}, MemScope::Local, body);
-  body = allocate(b_p, s.input, {nks, t.bn / un, uk / 2, 2 * un}, MemScope::Local, body);
+  body = allocate(b_p, s.input, {t.bn / un, nks, uk / 2, 2 * un}, MemScope::Local, body);
   for (size_t q = lets.size(); q-- > 0;) body = let_stmt(lets[q].first, lets[q].second, body);
 
   LoopProgram result = p;
