@@ -8,11 +8,11 @@
 #      m16n8k16, chosen by the auto-scheduler) and TF32 (m16n8k8, bench/cuda/gemm-tf32.ut
 #      asks for it) on inputs exact in tf32, so the f32 tolerance holds;
 #   4. times GEMM (f32 on the CUDA cores, TF32 and bf16 on the tensor cores) and
-#      attention, and prints Unitile's time next to cuBLAS / PyTorch
+#      attention (one head; and ATTN_H causal heads, bench/kernels/attention.ut), and prints Unitile's time next to cuBLAS / PyTorch
 #      (bench/cuda/baselines.py) with the ratio baseline_ms / unitile_ms (1.0 = as fast
 #      as the baseline; higher is better).
 # Exit status: 0 when every differential test and tensor-core check passed, 1 otherwise.
-# Usage: bash bench/gpu-check.sh        (env: GEMM_N=1024 ATTN_N=1024 ATTN_D=64 REPEAT=10)
+# Usage: bash bench/gpu-check.sh        (env: GEMM_N=1024 ATTN_N=1024 ATTN_D=64 ATTN_H=16 REPEAT=10)
 # GPU_CHECK_DEVICE=cpu runs the same steps on another device, to try the script where no
 # GPU is (the baselines then say why they are skipped).
 set -uo pipefail
@@ -22,6 +22,7 @@ cd "$ROOT"
 GEMM_N="${GEMM_N:-1024}"
 ATTN_N="${ATTN_N:-1024}"
 ATTN_D="${ATTN_D:-64}"
+ATTN_H="${ATTN_H:-16}"
 REPEAT="${REPEAT:-10}"
 DEVICE="${GPU_CHECK_DEVICE:-cuda}"
 # numpy (tf32 inputs) and torch (baselines): $PYTHON, else the project's venv, else python3.
@@ -118,7 +119,7 @@ else
   echo "FAIL: gemm-tf32: could not write inputs with numpy: $(tail -1 "$WORK/err")"
 fi
 
-stage "GEMM ${GEMM_N}^3 and attention N=$ATTN_N D=$ATTN_D: Unitile vs cuBLAS / PyTorch"
+stage "GEMM ${GEMM_N}^3 and attention N=$ATTN_N D=$ATTN_D (1 head; $ATTN_H causal heads): Unitile vs cuBLAS / PyTorch"
 unitile_ms() { # FILE SHAPES -> median ms of REPEAT device-timed runs, or "-"
   local line
   line="$(timeout 240 "$UNITILE" run "$1" --device "$DEVICE" --shape "$2" --repeat "$REPEAT" 2>"$WORK/err" | grep '^timing:')"
@@ -135,17 +136,18 @@ mine[gemm-f32]="$(unitile_ms "$WORK/gemm-f32.ut" "M=$GEMM_N,K=$GEMM_N,N=$GEMM_N"
 mine[gemm-tf32]="$(unitile_ms bench/cuda/gemm-tf32.ut "M=$GEMM_N,K=$GEMM_N,N=$GEMM_N")"
 mine[gemm-bf16]="$(unitile_ms "$WORK/gemm-bf16.ut" "M=$GEMM_N,K=$GEMM_N,N=$GEMM_N")"
 mine[attention-f32]="$(unitile_ms examples/attention.ut "N=$ATTN_N,D=$ATTN_D")"
+mine[causal-attention-f32]="$(unitile_ms bench/kernels/attention.ut "H=$ATTN_H,N=$ATTN_N,D=$ATTN_D")"
 
-baselines="$(timeout 180 "$PY" bench/cuda/baselines.py "$GEMM_N" "$ATTN_N" "$ATTN_D" "$REPEAT" 2>&1)"
+baselines="$(timeout 180 "$PY" bench/cuda/baselines.py "$GEMM_N" "$ATTN_N" "$ATTN_D" "$REPEAT" "$ATTN_H" 2>&1)"
 grep -E '^(#|skip:)' <<<"$baselines"
-printf '%-15s %14s %14s %10s\n' kernel unitile_ms baseline_ms ratio
-for k in gemm-f32 gemm-tf32 gemm-bf16 attention-f32; do
+printf '%-21s %14s %14s %10s\n' kernel unitile_ms baseline_ms ratio
+for k in gemm-f32 gemm-tf32 gemm-bf16 attention-f32 causal-attention-f32; do
   base="$(awk -v k="$k" '$1 == k { print $2 }' <<<"$baselines")"
   ratio="-"
   if [[ -n "$base" && "${mine[$k]}" != "-" ]]; then
     ratio="$(awk -v b="$base" -v u="${mine[$k]}" 'BEGIN { printf "%.4f", b / u }')"
   fi
-  printf '%-15s %14s %14s %10s\n' "$k" "${mine[$k]}" "${base:--}" "$ratio"
+  printf '%-21s %14s %14s %10s\n' "$k" "${mine[$k]}" "${base:--}" "$ratio"
 done
 echo "(ratio = baseline_ms / unitile_ms; gemm-f32 runs on the CUDA cores, gemm-tf32 and gemm-bf16 on the tensor cores)"
 stage "done"

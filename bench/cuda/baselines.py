@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Baseline times for bench/gpu-check.sh: cuBLAS GEMM through PyTorch (f32 with TF32
-off, f32 with TF32 on, bf16) and PyTorch's scaled_dot_product_attention, each the median
-of CUDA-event-timed runs after warm-up. Prints one `NAME median_ms` line per baseline,
-or a line starting with `skip:` saying why there are none (no torch, no GPU)."""
+off, f32 with TF32 on, bf16) and PyTorch's scaled_dot_product_attention (one head; ATTN_H
+causal heads), each the median of CUDA-event-timed runs after warm-up. Prints one
+`NAME median_ms` line per baseline, or a line starting with `skip:` saying why there are
+none (no torch, no GPU)."""
 import statistics
 import sys
 
@@ -23,9 +24,10 @@ def timed_ms(fn, repeat):
 
 
 def main():
-    if len(sys.argv) != 5:
-        sys.exit("usage: baselines.py GEMM_N ATTN_N ATTN_D REPEAT")
-    gemm_n, attn_n, attn_d, repeat = (int(a) for a in sys.argv[1:])
+    if len(sys.argv) not in (5, 6):
+        sys.exit("usage: baselines.py GEMM_N ATTN_N ATTN_D REPEAT [ATTN_H]")
+    gemm_n, attn_n, attn_d, repeat = (int(a) for a in sys.argv[1:5])
+    attn_h = int(sys.argv[5]) if len(sys.argv) == 6 else 16
     try:
         import torch
     except ImportError:
@@ -46,6 +48,8 @@ def main():
     q, k, v = (torch.randn(1, 1, attn_n, attn_d, device="cuda") for _ in range(3))
     sdpa = torch.nn.functional.scaled_dot_product_attention
     print(f"attention-f32 {timed_ms(lambda: sdpa(q, k, v), repeat):.6g}")
+    q, k, v = (torch.randn(1, attn_h, attn_n, attn_d, device="cuda") for _ in range(3))
+    print(f"causal-attention-f32 {timed_ms(lambda: sdpa(q, k, v, is_causal=True), repeat):.6g}")
 
 
 if __name__ == "__main__":

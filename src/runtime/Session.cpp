@@ -222,15 +222,20 @@ RunResult Session::run(const CompiledKernel& ck, const std::map<std::string, Ten
   }
   if (repeat <= 0) return result;
 
-  // The first run above was the warm-up; now each run sits between two device events.
-  std::vector<double> samples;
+  // The first run above was the warm-up. The timed runs are queued back to back, an
+  // event between each two, and the host waits once at the end (as Triton's do_bench
+  // does): on an asynchronous device a wait per run would leave it idle between runs
+  // and charge each run a cold start. Run r's time is the span between events r and r+1.
+  std::vector<DeviceEvent> marks;
+  marks.reserve(static_cast<size_t>(repeat) + 1);
+  marks.push_back(device_.record_event());
   for (int r = 0; r < repeat; ++r) {
-    DeviceEvent start = device_.record_event();
     launch_all(ck, bb.args);
-    DeviceEvent end = device_.record_event();
-    device_.synchronize();
-    samples.push_back(device_.elapsed_ms(start, end));
+    marks.push_back(device_.record_event());
   }
+  device_.synchronize();
+  std::vector<double> samples;
+  for (size_t r = 0; r + 1 < marks.size(); ++r) samples.push_back(device_.elapsed_ms(marks[r], marks[r + 1]));
   result.timing = summarize_timing(std::move(samples));
   return result;
 }

@@ -9,6 +9,8 @@
 //   panels fit in L2, A and B packed per block, blocks spread over the compute units.
 // - Attention written as comprehensions (scores, row max, row sum, output) becomes one
 //   flash-attention launch (FlashAttention.cpp); its statements are then no GEMM sites.
+//   On blocks of SIMT threads (simt_blocks) that launch is a block of threads per query
+//   block with its tiles in shared memory (FlashThreads), where they fit.
 // - Every other launch whose outermost loop is spatial runs it in parallel.
 // - A per-slice statement chain (softmax's max, sum, normalise) runs as one launch:
 //   each local that the next statement reads at the same outer index is computed there.
@@ -467,7 +469,17 @@ AutoSchedule auto_schedule(const Kernel& given, const ShapeBindings& b, const hc
   std::set<size_t> in_attention; // flash attention takes these
   for (const AttentionSite& site : attention_sites(k, b))
     for (size_t n = site.first; n <= site.first + 3; ++n) in_attention.insert(n);
-  if (!h.matrix_units.empty() && !dialect_issues_matrix_units(h))
+  auto has_contraction = [&] {
+    for (const Comprehension& c : k.body) {
+      try {
+        if (contraction_site(k, b, c.output)) return true;
+      } catch (const UserError&) {
+        // an unbound range: not a site
+      }
+    }
+    return false;
+  };
+  if (!h.matrix_units.empty() && !dialect_issues_matrix_units(h) && has_contraction())
     a.reasons.push_back(fmt::format("matrix unit: HCD '{}' lists one, but the {} dialect has no matrix-unit "
                                     "instructions{}; contractions stay on the vector units",
                                     h.name, h.dialect, h.dialect == "c" ? " (AMX needs amx-tile and amx-bf16 in the isa)" : ""));
@@ -579,6 +591,24 @@ AutoSchedule auto_schedule(const Kernel& given, const ShapeBindings& b, const hc
   auto [l1, l2] = cache_sizes(h);
   std::set<size_t> gemm_statements; // and fused attention statements
   for (const AttentionSite& site : attention_sites(k, b)) {
+    // On blocks of SIMT threads: a block of threads per query block, the tiles staged in
+    // shared memory (FlashThreads); else, or where those tiles do not fit, the CPU shape.
+    if (simt_blocks(h)) {
+      std::string why;
+      if (std::optional<FlashThreads> ft = flash_threads(k, b, site.output, h, &why)) {
+        Primitive fa;
+        fa.kind = PrimitiveKind::FlashAttention;
+        fa.buffer = site.output;
+        fa.factors = {ft->rows, ft->keys, ft->threads_y, ft->threads_x};
+        if (try_add({fa})) {
+          for (size_t n = site.first; n <= site.first + 3; ++n) gemm_statements.insert(n);
+          for (std::string& r : flash_thread_reasons(k, b, site.output, *ft, h)) a.reasons.push_back(std::move(r));
+          continue;
+        }
+      } else {
+        a.reasons.push_back(fmt::format("{}: no flash attention on blocks of threads: {}", site.output, why));
+      }
+    }
     const FlashBlocks fb = flash_blocks(site, h);
     Primitive fa;
     fa.kind = PrimitiveKind::FlashAttention;

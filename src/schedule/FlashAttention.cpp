@@ -12,6 +12,10 @@
 //   O = O_acc / l_run   (masked: 0 for a row whose keys are all masked, as the reference)
 // Operands whose reads move with the key and not with the query (K) are staged per key
 // block (the `stage` primitive), which packs them as the register tile reads them.
+// On blocks of SIMT threads (FlashThreads, flash_attention_simt below) the same arithmetic
+// runs as phases of a thread block between barriers: cooperative copies of the Q, K and V
+// tiles into shared memory, per-thread score tiles into a shared score tile, one thread
+// per row for the online softmax, per-thread output tiles in registers.
 // Partial blocks read clamped indices (valid elements, results never stored) and mask the
 // keys past the end, so every block runs the same code.
 #include "schedule/FlashAttention.h"
@@ -21,11 +25,13 @@
 #include "schedule/Primitives.h"
 #include "schedule/ShapeEval.h"
 #include "schedule/Specialize.h"
+#include "schedule/ThreadGemm.h"
 
 #include <fmt/core.h>
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <map>
 #include <set>
@@ -404,6 +410,488 @@ Factored factor_out(const Expr& f, const std::set<std::string>& reduction) {
   return r;
 }
 
+// ----- the launch on blocks of SIMT threads (FlashThreads) -----
+
+// A read of the scores or the weights that the block copies into shared memory: it moves
+// with the rows (Q: copied once) or with the keys (K, V: per key block) and with one inner
+// variable (a reduction variable of the scores, or %d of the weights), besides the leading
+// indices. Staged as [rows or keys, width + 1] (the pad puts a column's elements, one row
+// apart, in different banks).
+struct StagedRead {
+  Expr read;                 // over the canonical names
+  bool keys = false;         // moves with %j (else with %i)
+  std::string inner;         // the canonical inner variable
+  int64_t extent = 0;        // its extent: the valid columns
+  bool rows_fastest = false; // the tensor's last index moves with the row or key: the copy walks it fastest
+  std::string name;          // the shared tile
+};
+
+struct SimtPlan {
+  FlashThreads t;
+  int64_t tm = 1, tn = 1, td = 1; // rows, keys and output columns per thread
+  std::vector<StagedRead> staged;
+  int64_t shared = 0;    // bytes
+  int64_t registers = 0; // 32-bit registers of a thread's tiles
+  MemScope scope = MemScope::Shared;
+  int64_t budget = 0; // shared bytes the sizing aims for
+};
+
+// The staging memory: the first level after the registers and the bytes one block may use.
+std::pair<MemScope, int64_t> staging_level(const hcd::Hcd& h) {
+  for (const hcd::MemoryLevel& l : h.memory) {
+    if (l.scope == "register") continue;
+    MemScope s = l.scope == "shared" ? MemScope::Shared : l.scope == "local" ? MemScope::Local : MemScope::Global;
+    int64_t bytes = l.size_bytes;
+    if (h.shared_memory_per_block > 0) bytes = std::min(bytes, h.shared_memory_per_block);
+    return {s, bytes};
+  }
+  return {MemScope::Shared, h.shared_memory_per_block};
+}
+
+int64_t words(DType t) { return std::max<int64_t>(1, dtype_bytes(t) / 4); }
+
+// Bytes of one element of a shared tile: the printers hold 16-bit floats in their compute
+// type (f32) there, except in a matrix unit's operand tiles.
+int64_t shared_bytes(DType t) { return t == DType::F16 || t == DType::BF16 ? 4 : dtype_bytes(t); }
+
+// The reads of the chain that can be staged (see StagedRead), each once.
+std::vector<StagedRead> stageable_reads(const Chain& ch) {
+  std::set<std::string> batch;
+  for (size_t q = 0; q < ch.site.batch.size(); ++q) batch.insert(batch_var(q));
+  std::map<std::string, int64_t> reductions;
+  for (size_t n = 0; n < ch.reduction_extents.size(); ++n) reductions[reduction_var(n)] = ch.reduction_extents[n];
+  std::vector<StagedRead> out;
+  auto consider = [&](const Expr& e, bool weight) {
+    if (e->kind != ExprKind::Access || e->guard || e->operands.empty()) return;
+    std::set<std::string> vars;
+    bool nested = false;
+    for (const Expr& i : e->operands)
+      visit(i, [&](const Expr& x) {
+        if (x->kind == ExprKind::Var) vars.insert(x->name);
+        nested |= x->kind == ExprKind::Access;
+      });
+    if (nested) return;
+    StagedRead r;
+    r.read = e;
+    std::string row;
+    for (const std::string& v : vars) {
+      if (batch.count(v)) continue;
+      if (v == kI || v == kJ) {
+        if (!row.empty()) return;
+        row = v;
+        continue;
+      }
+      const bool inner = weight ? v == kD : reductions.count(v) > 0;
+      if (!inner || !r.inner.empty()) return;
+      r.inner = v;
+    }
+    if (row.empty() || r.inner.empty() || (weight && row != kJ)) return;
+    r.keys = row == kJ;
+    r.extent = weight ? ch.site.head_dim : reductions.at(r.inner);
+    r.rows_fastest = depends_on(e->operands.back(), row) && !depends_on(e->operands.back(), r.inner);
+    for (const StagedRead& o : out)
+      if (equal(o.read, e)) return;
+    out.push_back(r);
+  };
+  visit(ch.score, [&](const Expr& e) { consider(e, false); });
+  visit(ch.weight, [&](const Expr& e) { consider(e, true); });
+  return out;
+}
+
+// Columns of a staged tile: the output's columns are padded to the threads' columns.
+int64_t staged_width(const StagedRead& r, const SimtPlan& p) {
+  return r.inner == kD ? p.td * p.t.threads_x : r.extent;
+}
+
+void size_plan(const Chain& ch, SimtPlan& p) {
+  const AttentionSite& s = ch.site;
+  p.tm = p.t.rows / p.t.threads_y;
+  p.tn = p.t.keys / p.t.threads_x;
+  p.td = ceil_div(s.head_dim, p.t.threads_x);
+  p.shared = 0;
+  for (const StagedRead& r : p.staged)
+    p.shared += (r.keys ? p.t.keys : p.t.rows) * (staged_width(r, p) + 1) * shared_bytes(r.read->type);
+  p.shared += p.t.rows * (p.t.keys + 1) * shared_bytes(s.score_type);
+  p.shared += p.t.rows * (2 * shared_bytes(ch.max_type) + shared_bytes(ch.sum_type));
+  p.registers = p.tm * p.td * words(s.accumulator) + p.tm * p.tn * words(s.score_type) + p.tm + p.tn;
+}
+
+std::string simt_fail(const std::string& what, const std::string& why) {
+  return fmt::format("error: schedule: {}: {}", what, why);
+}
+
+// The plan for `ch` on `h`: the given blocks {rows, keys, threads_y, threads_x}, else the
+// analytic ones; nullopt (with why) where it does not fit.
+std::optional<SimtPlan> simt_plan(const Chain& ch, const hcd::Hcd& h, const std::vector<int64_t>& given,
+                                  std::string* why) {
+  auto no = [&](std::string w) -> std::optional<SimtPlan> {
+    if (why) *why = std::move(w);
+    return std::nullopt;
+  };
+  const AttentionSite& s = ch.site;
+  SimtPlan p;
+  p.staged = stageable_reads(ch);
+  auto [scope, bytes] = staging_level(h);
+  p.scope = scope;
+  // A quarter of the staging memory (several blocks per compute unit), and at most 48 KiB:
+  // the launch declares its shared tiles statically, and a block may declare no more
+  // without the opt-in that the HCD's larger shared_memory_per_block needs.
+  p.budget = std::min<int64_t>(bytes / 4, 48 * 1024);
+  const int64_t max_y = h.max_block.size() > 1 ? h.max_block[1] : 1;
+  if (!given.empty()) {
+    p.t = FlashThreads{given[0], given[1], given[2], given[3]};
+    if (p.t.threads_y < 1 || p.t.threads_x < 1 || p.t.rows % p.t.threads_y || p.t.keys % p.t.threads_x)
+      return no(fmt::format("{} rows x {} keys do not split over {} x {} threads", p.t.rows, p.t.keys, p.t.threads_y,
+                            p.t.threads_x));
+    if (p.t.threads_x * p.t.threads_y > h.max_threads_per_block || h.max_block.empty() ||
+        p.t.threads_x > h.max_block[0] || p.t.threads_y > max_y)
+      return no(fmt::format("{} x {} threads exceed a block of the HCD ({} threads, {} x {})", p.t.threads_y,
+                            p.t.threads_x, h.max_threads_per_block, h.max_block.empty() ? 0 : h.max_block[0], max_y));
+    size_plan(ch, p);
+    return p;
+  }
+  if (!simt_blocks(h))
+    return no(fmt::format("HCD '{}' does not run blocks of SIMT threads with shared memory", h.name));
+  const int64_t warp = h.warp_size;
+  const int64_t threads = std::max<int64_t>(warp, h.max_threads_per_block / 4 / warp * warp);
+  int64_t tx = 1;
+  while (tx * tx < threads) tx *= 2;
+  tx = std::min(tx, h.max_block[0]);
+  int64_t ty = std::max<int64_t>(1, std::min(threads / tx, max_y));
+  int64_t tm = 4, tn = 2;
+  const int64_t Nq = s.queries, Nk = s.keys, batch = product(s.batch);
+  while (tm > 1 && tm / 2 * ty >= Nq) tm /= 2;
+  while (ty > 1 && ty / 2 * tm >= Nq && tx * ty / 2 >= warp) ty /= 2;
+  while (tn > 1 && tn / 2 * tx >= Nk) tn /= 2;
+  // Fewer rows per block while there are fewer blocks than compute units: fewer rows per
+  // thread first, then fewer threads, down to 4 warps (as thread_gemm).
+  while (tm > 1 && batch * ceil_div(Nq, tm * ty) < h.units) tm /= 2;
+  while (ty > 1 && tx * ty / 2 >= 4 * warp && batch * ceil_div(Nq, tm * ty) < h.units) ty /= 2;
+  for (;;) {
+    p.t = FlashThreads{tm * ty, tn * tx, ty, tx};
+    size_plan(ch, p);
+    if (p.shared <= p.budget && p.registers * 2 <= h.vector_registers) return p;
+    if (tn > 1) tn /= 2;
+    else if (tm > 1) tm /= 2;
+    else
+      return no(fmt::format("even {} rows x {} keys on {} x {} threads take {} bytes of shared memory (budget {}) "
+                            "and {} registers per thread (half of {})",
+                            p.t.rows, p.t.keys, ty, tx, p.shared, p.budget, p.registers, h.vector_registers));
+  }
+}
+
+LoopProgram flash_attention_simt(const Kernel& k, const LoopProgram& p, const Chain& ch, SimtPlan plan,
+                                 const std::vector<size_t>& replaced) {
+  const AttentionSite& s = ch.site;
+  const int64_t Bq = plan.t.rows, Bk = plan.t.keys, TY = plan.t.threads_y, TX = plan.t.threads_x;
+  const int64_t T = TY * TX, tm = plan.tm, tn = plan.tn, td = plan.td;
+  const int64_t Nq = s.queries, Nk = s.keys, D = s.head_dim;
+  const int64_t nqb = ceil_div(Nq, Bq), nkb = ceil_div(Nk, Bk), tasks = product(s.batch) * nqb;
+  const DType Ts = s.score_type, Tm = ch.max_type, Tl = ch.sum_type, Ta = s.accumulator;
+  const double inf = std::numeric_limits<double>::infinity();
+  const MemScope sh = plan.scope;
+
+  NameSet names(p);
+  const std::string task = names.fresh("task"), qb = names.fresh("q_block"), i0 = names.fresh("i0"),
+                    kb = names.fresh("k_block");
+  const std::string p_tile = names.fresh(s.scores + "_" + mem_scope_name(sh)), m_run = names.fresh(s.row_max + "_run"),
+                    l_run = names.fresh(s.row_sum + "_run"), rescale = names.fresh(s.row_max + "_rescale"),
+                    o_acc = names.fresh(s.output + "_acc"), s_acc = names.fresh(s.scores + "_acc"),
+                    mx = names.fresh(s.row_max + "_new"), sm = names.fresh(s.row_sum + "_block");
+  for (StagedRead& r : plan.staged) r.name = names.fresh(r.read->name + "_" + mem_scope_name(sh));
+  std::vector<std::string> red;
+  for (const std::string& v : ch.reduction_names) red.push_back(names.fresh(v));
+
+  // Lets of the task, as the one-thread launch has them.
+  std::vector<std::pair<std::string, Expr>> lets;
+  std::map<std::string, Expr> at;
+  const Expr tv = var(task);
+  {
+    int64_t stride = nqb;
+    std::vector<Expr> bexpr(s.batch.size());
+    for (size_t q = s.batch.size(); q-- > 0;) {
+      Expr e = floor_div(tv, stride);
+      bexpr[q] = q == 0 ? e : mod(e, s.batch[q]);
+      stride *= s.batch[q];
+    }
+    for (size_t q = 0; q < s.batch.size(); ++q) {
+      std::string name = names.fresh(fmt::format("b{}", q));
+      lets.emplace_back(name, simplify(bexpr[q]));
+      at[batch_var(q)] = var(name);
+    }
+    Expr qt = s.batch.empty() ? tv : mod(tv, nqb);
+    if (s.causal_offset && nqb > 1) {
+      Expr half = floor_div(qt, 2);
+      qt = add(half, mul(mod(qt, 2), binary(BinaryOp::Sub, imm(nqb - 1), mul(imm(2), half))));
+    }
+    lets.emplace_back(qb, simplify(nqb == 1 ? imm(0) : qt));
+    lets.emplace_back(i0, mul(var(qb), imm(Bq)));
+  }
+  std::set<std::string> moving{kI, kJ, kD};
+  for (size_t n = 0; n < red.size(); ++n) moving.insert(reduction_var(n));
+  std::vector<std::pair<std::string, Expr>> hoisted;
+  Expr score = hoist_invariants(ch.score, moving, names, hoisted);
+  Expr weight = hoist_invariants(ch.weight, moving, names, hoisted);
+  for (auto& [name, value] : hoisted) lets.emplace_back(name, instantiate(value, at));
+
+  // Staged reads read their tile: [%q or %c, inner] (row or key within the block).
+  const std::string kQ = "%q", kC = "%c";
+  auto use_tiles = [&](const Expr& e) {
+    return rewrite(e, [&](const Expr& x) -> Expr {
+      if (x->kind != ExprKind::Access) return x;
+      for (const StagedRead& r : plan.staged)
+        if (equal(r.read, x)) return access(r.name, {var(r.keys ? kC : kQ), var(r.inner)}, x->type);
+      return x;
+    });
+  };
+  score = use_tiles(score);
+  weight = use_tiles(weight);
+
+  auto row_of = [&](const Expr& row) {
+    Expr i = add(var(i0), row);
+    return Nq % Bq ? call(MathFn::Min, {i, imm(Nq - 1)}) : i;
+  };
+  auto key_of = [&](const Expr& col) {
+    Expr j = add(mul(var(kb), imm(Bk)), col);
+    return Nk % Bk ? call(MathFn::Min, {j, imm(Nk - 1)}) : j;
+  };
+  auto rd = [](const std::string& buffer, std::vector<Expr> idx, DType type) {
+    return access(buffer, std::move(idx), type);
+  };
+  // A nest over the block's threads (thread.y outside thread.x), with fresh names.
+  auto threads = [&](const std::function<Stmt(const Expr& y, const Expr& x)>& body) {
+    const std::string y = names.fresh("ty"), x = names.fresh("tx");
+    return for_loop(y, imm(0), imm(TY), ForKind::ThreadY,
+                    for_loop(x, imm(0), imm(TX), ForKind::ThreadX, body(var(y), var(x))));
+  };
+  auto unrolled = [&](const std::string& v, int64_t n, Stmt body) {
+    return for_loop(v, imm(0), imm(n), n > 1 ? ForKind::Unrolled : ForKind::Serial, std::move(body));
+  };
+
+  // Every thread copies elements q, q + T, ... of a staged tile (consecutive threads on
+  // consecutive elements of the tensor); zeros outside it.
+  auto copy = [&](const StagedRead& r, const Expr& y, const Expr& x) {
+    const int64_t rows = r.keys ? Bk : Bq, width = staged_width(r, plan), total = rows * width;
+    const int64_t steps = ceil_div(total, T);
+    const std::string e = names.fresh("e"), q = names.fresh("q"), rr = names.fresh("row"), cc = names.fresh("col");
+    const Expr qv = add(mul(add(mul(var(e), imm(TY)), y), imm(TX)), x);
+    const Expr rv = r.rows_fastest ? mod(var(q), rows) : floor_div(var(q), width);
+    const Expr cv = r.rows_fastest ? floor_div(var(q), rows) : mod(var(q), width);
+    std::map<std::string, Expr> m = at;
+    const Expr global = r.keys ? add(mul(var(kb), imm(Bk)), var(rr)) : add(var(i0), var(rr));
+    m[r.keys ? kJ : kI] = global;
+    m[r.inner] = var(cc);
+    const Expr value = simplify(instantiate(r.read, m));
+    Expr inside;
+    auto conj = [&](Expr c) { inside = inside ? binary(BinaryOp::And, inside, c) : c; };
+    if ((r.keys ? Nk % Bk : Nq % Bq) != 0) conj(binary(BinaryOp::Lt, simplify(global), imm(r.keys ? Nk : Nq)));
+    if (width != r.extent) conj(binary(BinaryOp::Lt, var(cc), imm(r.extent)));
+    const std::vector<Expr> dst{var(rr), var(cc)};
+    Stmt st = inside ? if_then(inside, store(r.name, dst, value), store(r.name, dst, float_imm(0.0, r.read->type)))
+                     : store(r.name, dst, value);
+    st = let_stmt(rr, simplify(rv), let_stmt(cc, simplify(cv), st));
+    if (total % T) st = if_then(binary(BinaryOp::Lt, var(q), imm(total)), st);
+    st = let_stmt(q, simplify(qv), st);
+    return for_loop(e, imm(0), imm(steps), steps > 1 && steps <= 8 ? ForKind::Unrolled : ForKind::Serial, st);
+  };
+  auto copies = [&](bool keys) {
+    std::vector<const StagedRead*> mine;
+    for (const StagedRead& r : plan.staged)
+      if (r.keys == keys) mine.push_back(&r);
+    if (mine.empty()) return Stmt();
+    return threads([&](const Expr& y, const Expr& x) {
+      std::vector<Stmt> b;
+      for (const StagedRead* r : mine) b.push_back(copy(*r, y, x));
+      return block(b);
+    });
+  };
+
+  // Thread tiles: thread (y, x) takes rows y + a*TY and keys (or output columns) x + c*TX.
+  const Expr one = float_imm(1.0, Tm);
+
+  // 1. The state: every row's max and sum (one thread per row), every thread's output tile.
+  // One thread per row: thread (y, x) takes rows y*TX + x, + T, ... of the block.
+  auto per_row = [&](const Expr& y, const Expr& x, const std::function<Stmt(const Expr& row)>& body) {
+    const std::string n = names.fresh("n"), row = names.fresh("row");
+    const int64_t rounds = ceil_div(Bq, T);
+    Stmt st = body(var(row));
+    if (Bq % T) st = if_then(binary(BinaryOp::Lt, var(row), imm(Bq)), st);
+    st = let_stmt(row, simplify(add(add(mul(y, imm(TX)), x), mul(var(n), imm(T)))), st);
+    return for_loop(n, imm(0), imm(rounds), ForKind::Serial, st);
+  };
+  Stmt init = threads([&](const Expr& y, const Expr& x) {
+    const std::string a = names.fresh("a"), c = names.fresh("c");
+    return block({per_row(y, x,
+                          [&](const Expr& row) {
+                            return block({store(m_run, {row}, float_imm(-inf, Tm)),
+                                          store(l_run, {row}, float_imm(0.0, Tl))});
+                          }),
+                  unrolled(a, tm, unrolled(c, td, store(o_acc, {y, x, var(a), var(c)}, float_imm(0.0, Ta))))});
+  });
+
+  // 2. Scores of the key block: each thread its tm x tn tile, summed over r.. in registers,
+  //    into the shared score tile.
+  Stmt scores = threads([&](const Expr& y, const Expr& x) {
+    const std::string a = names.fresh("a"), c = names.fresh("c");
+    const Expr lr = simplify(add(y, mul(var(a), imm(TY)))), lc = simplify(add(x, mul(var(c), imm(TX))));
+    std::map<std::string, Expr> m = at;
+    m[kI] = row_of(lr);
+    m[kJ] = key_of(lc);
+    m[kQ] = lr;
+    m[kC] = lc;
+    for (size_t n = 0; n < red.size(); ++n) m[reduction_var(n)] = var(red[n]);
+    std::set<std::string> reductions;
+    for (size_t n = 0; n < red.size(); ++n) reductions.insert(reduction_var(n));
+    const Factored parts = factor_out(score, reductions);
+    const Expr f = simplify(instantiate(parts.summed, m));
+    const std::vector<Expr> reg{y, x, var(a), var(c)};
+    Stmt update = unrolled(a, tm, unrolled(c, tn, store(s_acc, reg, add(rd(s_acc, reg, Ts), cast_to(Ts, f)))));
+    for (size_t n = red.size(); n-- > 0;)
+      update = for_loop(red[n], imm(0), imm(ch.reduction_extents[n]), ForKind::Serial, update);
+    Expr value = rd(s_acc, reg, Ts);
+    for (size_t n = parts.outside.size(); n-- > 0;)
+      value = binary(parts.outside[n].first, value, simplify(instantiate(parts.outside[n].second, m)));
+    return block({unrolled(a, tm, unrolled(c, tn, store(s_acc, reg, float_imm(0.0, Ts)))), update,
+                  unrolled(a, tm, unrolled(c, tn, store(p_tile, {lr, lc}, cast_to(Ts, value))))});
+  });
+
+  // 3. The online softmax of the block, one thread per row: the new max, the rescale
+  //    factor of what was accumulated, the probabilities (in place of the scores), the sum.
+  auto valid = [&](const Expr& row, const Expr& col) -> Expr {
+    Expr ok;
+    if (Nk % Bk) ok = binary(BinaryOp::Lt, add(mul(var(kb), imm(Bk)), col), imm(Nk));
+    if (ch.mask) {
+      std::map<std::string, Expr> m = at;
+      m[kI] = row_of(row);
+      m[kJ] = key_of(col);
+      Expr c2 = instantiate(ch.mask, m);
+      ok = ok ? binary(BinaryOp::And, ok, c2) : c2;
+    }
+    return ok ? simplify(ok) : nullptr;
+  };
+  auto row_softmax = [&](const Expr& row, bool masked) {
+    const std::string c = names.fresh("c");
+    const Expr ok = masked ? valid(row, var(c)) : nullptr;
+    const Expr sv = rd(p_tile, {row, var(c)}, Ts), mr = rd(m_run, {row}, Tm), m0 = rd(mx, {imm(0)}, Tm),
+               s0 = rd(sm, {imm(0)}, Tl);
+    Expr masked_score = cast_to(Tm, sv);
+    if (ok) masked_score = select(ok, masked_score, float_imm(-inf, Tm));
+    Expr pv = cast_to(Ts, call(MathFn::Exp, {binary(BinaryOp::Sub, sv, cast_to(Ts, m0))}));
+    if (ok) pv = select(ok, pv, float_imm(0.0, Ts));
+    const std::string pn = names.fresh("p");
+    Stmt body = block(
+        {store(mx, {imm(0)}, mr),
+         for_loop(c, imm(0), imm(Bk), ForKind::Serial, store(mx, {imm(0)}, call(MathFn::Max, {m0, masked_score}))),
+         store(rescale, {row},
+               select(binary(BinaryOp::Eq, mr, m0), one, call(MathFn::Exp, {binary(BinaryOp::Sub, mr, m0)}))),
+         store(sm, {imm(0)}, float_imm(0.0, Tl)),
+         for_loop(c, imm(0), imm(Bk), ForKind::Serial,
+                  let_stmt(pn, pv,
+                           block({store(p_tile, {row, var(c)}, var(pn, Ts)),
+                                  store(sm, {imm(0)}, add(s0, cast_to(Tl, var(pn, Ts))))}))),
+         store(l_run, {row}, add(mul(rd(l_run, {row}, Tl), cast_to(Tl, rd(rescale, {row}, Tm))), s0)),
+         store(m_run, {row}, m0)});
+    return allocate(mx, Tm, {1}, MemScope::Register, allocate(sm, Tl, {1}, MemScope::Register, body));
+  };
+  Stmt softmax = threads([&](const Expr& y, const Expr& x) {
+    return per_row(y, x, [&](const Expr& row) {
+      if (!valid(row, imm(0))) return row_softmax(row, false);
+      // A key block that every row of the query block sees whole needs no mask.
+      Expr whole;
+      const Expr block_end = mul(add(var(kb), imm(1)), imm(Bk));
+      if (!ch.mask || ch.mask_is_causal_bound) {
+        if (Nk % Bk) whole = binary(BinaryOp::Le, block_end, imm(Nk));
+        if (ch.mask) {
+          Expr below = binary(BinaryOp::Le, binary(BinaryOp::Sub, block_end, imm(1)),
+                              add(var(i0), imm(*s.causal_offset)));
+          whole = whole ? binary(BinaryOp::And, whole, below) : below;
+        }
+      }
+      return whole ? if_then(simplify(whole), row_softmax(row, false), row_softmax(row, true))
+                   : row_softmax(row, true);
+    });
+  });
+
+  // 4. Each thread its output tile: rescaled, plus the probabilities times the values.
+  Stmt values = threads([&](const Expr& y, const Expr& x) {
+    const std::string a = names.fresh("a"), c = names.fresh("c"), kk = names.fresh("kk");
+    const Expr lr = simplify(add(y, mul(var(a), imm(TY)))), dc = simplify(add(x, mul(var(c), imm(TX))));
+    std::map<std::string, Expr> m = at;
+    m[kI] = row_of(lr);
+    m[kJ] = key_of(var(kk));
+    m[kQ] = lr;
+    m[kC] = var(kk);
+    m[kD] = td * TX != D ? call(MathFn::Min, {dc, imm(D - 1)}) : dc;
+    const Expr g = simplify(instantiate(weight, m));
+    // The staged tiles are read at the padded column itself (zeros past D).
+    const std::vector<Expr> reg{y, x, var(a), var(c)};
+    return block({unrolled(a, tm, unrolled(c, td, store(o_acc, reg, cast_to(Ta, mul(rd(o_acc, reg, Ta),
+                                                                                   rd(rescale, {lr}, Tm)))))),
+                  for_loop(kk, imm(0), imm(Bk), ForKind::Serial,
+                           unrolled(a, tm, unrolled(c, td, store(o_acc, reg, add(rd(o_acc, reg, Ta),
+                                                                               cast_to(Ta, mul(rd(p_tile, {lr, var(kk)}, Ts), g)))))))});
+  });
+
+  // Key blocks: all of them, or (causal) up to the diagonal of the block's last row.
+  Expr key_blocks = imm(nkb);
+  if (s.causal_offset) {
+    Expr last = Nq % Bq ? call(MathFn::Min, {add(var(i0), imm(Bq)), imm(Nq)}) : add(var(i0), imm(Bq));
+    last = add(last, imm(*s.causal_offset - 1));
+    Expr reach = call(MathFn::Max, {add(floor_div(last, Bk), imm(1)), imm(0)});
+    key_blocks = call(MathFn::Min, {reach, imm(nkb)});
+  }
+  std::vector<Stmt> step;
+  if (Stmt kc = copies(true)) step.insert(step.end(), {kc, barrier()});
+  step.insert(step.end(), {scores, barrier(), softmax, barrier(), values, barrier()});
+  Stmt key_loop = for_loop(kb, imm(0), key_blocks, ForKind::Serial, block(step));
+
+  // 5. Each thread stores its output tile (consecutive threads: consecutive columns).
+  Stmt result = threads([&](const Expr& y, const Expr& x) {
+    const std::string a = names.fresh("a"), c = names.fresh("c");
+    const Expr lr = simplify(add(y, mul(var(a), imm(TY)))), dc = simplify(add(x, mul(var(c), imm(TX))));
+    std::vector<Expr> out_index;
+    for (size_t q = 0; q < s.batch.size(); ++q) out_index.push_back(at[batch_var(q)]);
+    out_index.push_back(simplify(add(var(i0), lr)));
+    out_index.push_back(dc);
+    const Expr lv = rd(l_run, {lr}, Tl);
+    Expr v = binary(BinaryOp::Div, rd(o_acc, {y, x, var(a), var(c)}, Ta), lv);
+    if (s.masked) v = select(binary(BinaryOp::Eq, lv, float_imm(0.0, Tl)), float_imm(0.0, v->type), v);
+    Stmt st = store(s.output, out_index, cast_to(ch.out_type, v));
+    Expr inside;
+    auto conj = [&](Expr cnd) { inside = inside ? binary(BinaryOp::And, inside, cnd) : cnd; };
+    if (Nq % Bq) conj(binary(BinaryOp::Lt, simplify(add(var(i0), lr)), imm(Nq)));
+    if (td * TX != D) conj(binary(BinaryOp::Lt, dc, imm(D)));
+    if (inside) st = if_then(inside, st);
+    return unrolled(a, tm, unrolled(c, td, st));
+  });
+
+  std::vector<Stmt> body_stmts{init};
+  if (Stmt qc = copies(false)) body_stmts.push_back(qc);
+  body_stmts.insert(body_stmts.end(), {barrier(), key_loop, result});
+  Stmt body = block(body_stmts);
+  body = allocate(s_acc, Ts, {TY, TX, tm, tn}, MemScope::Register, body);
+  body = allocate(o_acc, Ta, {TY, TX, tm, td}, MemScope::Register, body);
+  body = allocate(rescale, Tm, {Bq}, sh, body);
+  body = allocate(l_run, Tl, {Bq}, sh, body);
+  body = allocate(m_run, Tm, {Bq}, sh, body);
+  body = allocate(p_tile, Ts, {Bq, Bk + 1}, sh, body);
+  for (size_t n = plan.staged.size(); n-- > 0;) {
+    const StagedRead& r = plan.staged[n];
+    body = allocate(r.name, r.read->type, {r.keys ? Bk : Bq, staged_width(r, plan) + 1}, sh, body);
+  }
+  for (size_t n = lets.size(); n-- > 0;) body = let_stmt(lets[n].first, lets[n].second, body);
+
+  LoopProgram out = p;
+  const std::string func_name = fmt::format("{}_{}", k.name, s.first + 3);
+  for (size_t n = replaced.size(); n-- > 0;) out.funcs.erase(out.funcs.begin() + static_cast<std::ptrdiff_t>(replaced[n]));
+  out.funcs.insert(out.funcs.begin() + static_cast<std::ptrdiff_t>(replaced.front()),
+                   LoopFunc{func_name, for_loop(task, imm(0), imm(tasks), ForKind::GridX, body)});
+  std::erase_if(out.buffers, [&](const LoopBuffer& x) {
+    return x.name == s.scores || x.name == s.row_max || x.name == s.row_sum;
+  });
+  return out;
+}
+
 } // namespace
 
 std::vector<AttentionSite> attention_sites(const Kernel& k, const ShapeBindings& b) {
@@ -464,6 +952,56 @@ std::vector<std::string> flash_reasons(const AttentionSite& s, const FlashBlocks
   return r;
 }
 
+std::optional<FlashThreads> flash_threads(const Kernel& k, const ShapeBindings& b, const std::string& output,
+                                          const hcd::Hcd& h, std::string* why) {
+  std::optional<SimtPlan> plan = simt_plan(find_chain(k, b, output), h, {}, why);
+  if (!plan) return std::nullopt;
+  return plan->t;
+}
+
+std::vector<std::string> flash_thread_reasons(const Kernel& k, const ShapeBindings& b, const std::string& output,
+                                              const FlashThreads& t, const hcd::Hcd& h) {
+  const Chain ch = find_chain(k, b, output);
+  const AttentionSite& s = ch.site;
+  std::string why;
+  std::optional<SimtPlan> plan = simt_plan(ch, h, {t.rows, t.keys, t.threads_y, t.threads_x}, &why);
+  if (!plan) return {why};
+  const SimtPlan& p = *plan;
+  std::vector<std::string> r;
+  std::string shape;
+  for (int64_t x : s.batch) shape += fmt::format("{}x", x);
+  const int64_t threads = t.threads_x * t.threads_y, warp = std::max(1, h.warp_size);
+  r.push_back(fmt::format("{} (statements {}-{}): attention fused into one flash-attention launch (online softmax) on "
+                          "blocks of SIMT threads; {} ({}{}x{} {}), {} and {} are never written to memory",
+                          s.output, s.first, s.first + 3, s.scores, shape, s.queries, s.keys,
+                          dtype_name(s.score_type), s.row_max, s.row_sum));
+  if (s.causal_offset)
+    r.push_back(fmt::format("  causal mask (keys j <= i{:+}): key blocks past the diagonal are skipped, not masked",
+                            *s.causal_offset));
+  else if (s.masked)
+    r.push_back("  masked: the mask is applied per element in every key block");
+  r.push_back(fmt::format("  threads: {} x {} = {} per block ({} warp{} of {}); {} query rows x {} keys per key block; "
+                          "each thread {}x{} scores (rows y + a*{}, keys x + c*{}) and {}x{} outputs, one thread per "
+                          "row for the softmax",
+                          t.threads_y, t.threads_x, threads, ceil_div(threads, warp), threads > warp ? "s" : "", warp,
+                          t.rows, t.keys, p.tm, p.tn, t.threads_y, t.threads_x, p.tm, p.td));
+  std::string staged;
+  for (const StagedRead& x : p.staged)
+    staged += fmt::format("{}{} [{}, {}+1]{}", staged.empty() ? "" : ", ", x.read->name, x.keys ? t.keys : t.rows,
+                          staged_width(x, p), x.keys ? " per key block" : " once");
+  r.push_back(fmt::format("  {} memory: {}{}score tile [{}, {}+1] and the row state: {} of {} per block (budget {}); "
+                          "copies by all threads, barriers between the phases",
+                          mem_scope_name(p.scope), staged, staged.empty() ? "" : ", ", t.rows, t.keys, kib(p.shared),
+                          kib(h.shared_memory_per_block), kib(p.budget)));
+  r.push_back(fmt::format("  registers: {} score + {} output accumulators + {} operands = {} of {} 32-bit registers "
+                          "per thread",
+                          p.tm * p.tn, p.tm * p.td, p.tm + p.tn, p.registers, h.vector_registers));
+  const int64_t blocks = ceil_div(s.queries, t.rows);
+  r.push_back(fmt::format("  grid: {} blocks ({}{} row blocks) over {} compute units", product(s.batch) * blocks,
+                          shape, blocks, h.units));
+  return r;
+}
+
 LoopProgram flash_attention(const Kernel& k, const LoopProgram& p, const ShapeBindings& b, const hcd::Hcd& h,
                             const std::string& output, const std::vector<int64_t>& blocks) {
   const std::string what = fmt::format("flash_attention {}", output);
@@ -471,8 +1009,10 @@ LoopProgram flash_attention(const Kernel& k, const LoopProgram& p, const ShapeBi
   const AttentionSite& s = ch.site;
   FlashBlocks fb = flash_blocks(s, h);
   if (!blocks.empty()) {
-    if (blocks.size() != 2 || blocks[0] < 1 || blocks[1] < 1)
-      throw UserError(fmt::format("error: schedule: {}: expected two positive block sizes (rows, keys)", what));
+    if ((blocks.size() != 2 && blocks.size() != 4) ||
+        std::any_of(blocks.begin(), blocks.end(), [](int64_t x) { return x < 1; }))
+      throw UserError(fmt::format("error: schedule: {}: expected positive block sizes (rows, keys[, threads y x])",
+                                  what));
     fb = FlashBlocks{blocks[0], blocks[1]};
   }
   // The chain's launches, as lowering made them.
@@ -491,6 +1031,12 @@ LoopProgram flash_attention(const Kernel& k, const LoopProgram& p, const ShapeBi
                                   what, n));
   }
   std::sort(replaced.begin(), replaced.end());
+  if (blocks.size() == 4) {
+    std::string why;
+    std::optional<SimtPlan> plan = simt_plan(ch, h, blocks, &why);
+    if (!plan) throw UserError(simt_fail(what, why));
+    return flash_attention_simt(k, p, ch, *plan, replaced);
+  }
 
   const RegisterTiles t = register_tiles(s, fb, h);
   const int64_t br = fb.rows, bj = fb.keys, Nq = s.queries, Nk = s.keys, D = s.head_dim;

@@ -63,9 +63,34 @@ FlashBlocks flash_blocks(const AttentionSite& site, const hcd::Hcd& hcd);
 /// Why `blocks` were chosen for `site` (working sets, registers, tasks): --explain lines.
 std::vector<std::string> flash_reasons(const AttentionSite& site, const FlashBlocks& blocks, const hcd::Hcd& hcd);
 
+/// The fused launch on blocks of SIMT threads (an HCD with `simt_blocks`): a block per
+/// (leading indices, block of `rows` query rows) of threads_y x threads_x threads; per key
+/// block of `keys` keys the block copies the K and V tiles (and once the Q tile) into
+/// shared memory, each thread computes a (rows / threads_y) x (keys / threads_x) tile of
+/// scores into a shared score tile, one thread per row runs the online softmax on it, and
+/// each thread accumulates a (rows / threads_y) x ceil(head_dim / threads_x) tile of the
+/// output in registers; barriers between the phases.
+struct FlashThreads {
+  int64_t rows = 0, keys = 0, threads_y = 0, threads_x = 0;
+};
+
+/// The analytic SIMT blocks for the chain writing `output` on `hcd`, or nullopt with the
+/// reason in `why` (not blocks of SIMT threads; the tiles do not fit shared memory or the
+/// registers). Sizes: a quarter of max_threads_per_block, up to 4 rows and 2 keys per
+/// thread, fewer while the tiles exceed the problem, the shared budget or half of a
+/// thread's registers, or while there are fewer blocks than compute units.
+std::optional<FlashThreads> flash_threads(const Kernel& k, const ShapeBindings& b, const std::string& output,
+                                          const hcd::Hcd& hcd, std::string* why = nullptr);
+
+/// Why `t` was chosen (threads, shared memory bytes against the HCD, registers per
+/// thread, blocks over compute units): --explain lines.
+std::vector<std::string> flash_thread_reasons(const Kernel& k, const ShapeBindings& b, const std::string& output,
+                                              const FlashThreads& t, const hcd::Hcd& hcd);
+
 /// Replace the launches of the attention chain that writes `output` by one fused launch
 /// (see the file comment) and drop S, m and l from the program's buffers. `blocks` empty:
-/// the analytic sizes; else {rows, keys}. The chain's launches must be as lowering made
+/// the analytic sizes; {rows, keys}: those; {rows, keys, threads_y, threads_x}: the
+/// launch on blocks of SIMT threads (FlashThreads). The chain's launches must be as lowering made
 /// them (flash_attention comes before primitives that change them). A kernel without such
 /// a chain, or another mismatch, is a UserError that says which rule failed.
 LoopProgram flash_attention(const Kernel& k, const LoopProgram& p, const ShapeBindings& b, const hcd::Hcd& hcd,

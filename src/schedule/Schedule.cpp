@@ -41,7 +41,7 @@ const char* kUsage =
     "primitives: split V F [as O, I]; tile V F, W G; reorder V, W, ...; fuse V, W [as N]; "
     "parallel V; vectorize V; unroll V; bind V grid.x|thread.x|...; stage T local|shared|register "
     "at V; cache_write T register|local at V; compute_at T at V; prefetch T at V; keep_terms T at V; hoist T at V; stream T; inline T; widen T; pretranspose T on U; microkernel V; fold_init T; epilogue T; any of "
-    "them may end with `on T` (the statement writing T); flash_attention O [rows R keys K]; matrix_unit C [tiles BM BN BK "
+    "them may end with `on T` (the statement writing T); flash_attention O [rows R keys K [threads TY TX]]; matrix_unit C [tiles BM BN BK "
     "warps WM WN] [tf32]; threads V T; block_rows V T; thread_gemm C [tiles BM BN BK thread TM TN]";
 
 // One token of the schedule text with where it starts.
@@ -210,6 +210,11 @@ public:
         p.factors.push_back(factor());
         keyword("keys");
         p.factors.push_back(factor());
+        if (more() && peek().text == "threads") {
+          keyword("threads");
+          p.factors.push_back(factor());
+          p.factors.push_back(factor());
+        }
       }
       break;
     case PrimitiveKind::MatrixUnit:
@@ -348,7 +353,8 @@ std::string to_text(const Schedule& s) {
     case PrimitiveKind::MicroKernel: line += " " + p.at; break;
     case PrimitiveKind::FlashAttention:
       line += " " + p.buffer;
-      if (p.factors.size() == 2) line += fmt::format(" rows {} keys {}", p.factors[0], p.factors[1]);
+      if (p.factors.size() >= 2) line += fmt::format(" rows {} keys {}", p.factors[0], p.factors[1]);
+      if (p.factors.size() == 4) line += fmt::format(" threads {} {}", p.factors[2], p.factors[3]);
       break;
     case PrimitiveKind::MatrixUnit:
       line += " " + p.buffer;

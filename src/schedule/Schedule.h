@@ -33,7 +33,7 @@ enum class PrimitiveKind : uint8_t {
   MicroKernel, // register-blocked contraction at loop `at` (see MicroKernel.cpp)
   FoldInit,    // buffer's init launch is dropped; the update reads the identity on first visit
   Epilogue,    // the elementwise consumer of local `buffer` runs on its reduction's final tiles
-  FlashAttention, // the attention chain writing `buffer` fused (online softmax); factors: {} or {rows, keys}
+  FlashAttention, // the attention chain writing `buffer` fused (online softmax); factors: {}, {rows, keys} or {rows, keys, threads_y, threads_x}
   Widen,       // the reduction into bf16/f16 `buffer` accumulates in an f32 local, rounded after (Kernel IR)
   Pretranspose, // `buffer`, read by the statement writing `on` across its last index, copied transposed (Kernel IR)
   Prefetch,    // the last loop nest in loop `at` hints the caches with `buffer`'s reads of the next `at` iteration

@@ -325,6 +325,39 @@ TEST_F(CudaCompile, SimtSchedulesUseThreadBlocksAndSharedTiles) {
   EXPECT_THAT(rows, HasSubstr("bar.sync"));
 }
 
+// Attention written as comprehensions (FlashAttention.cpp, FlashThreads): one launch on
+// blocks of 16 x 16 threads, Q, K and V tiles and the score tile in shared memory between
+// barriers, each thread's score and output tiles in registers (no local memory). The same
+// Loop IR runs on sim in tests/lit/diff/gpu-schedules.ut.
+TEST_F(CudaCompile, FlashAttentionRunsOnBlocksOfThreads) {
+  const hcd::Hcd& h = session_->device().hcd();
+  Module m = parse_module(SourceFile{"attention.ut", R"(kernel Causal {
+  input:  f32[H,N,D] Q, f32[H,N,D] K, f32[H,N,D] V
+  output: f32[H,N,D] O
+  local:  f32[H,N,N] S, f32[H,N] m, f32[H,N] l
+  operation:
+    S[h,i,j] += Q[h,i,e] * K[h,j,e] * rsqrt(f32(D))
+    m[h,i]  max= j <= i ? S[h,i,j] : -inf
+    l[h,i]   += j <= i ? exp(S[h,i,j] - m[h,i]) : 0
+    O[h,i,e] += (j <= i ? exp(S[h,i,j] - m[h,i]) / l[h,i] : 0) * V[h,j,e]
+})"});
+  const Kernel& k = m.kernels[0];
+  Session::Built b =
+      session_->build(k, bind_shapes(k, {}, {{"H", 32}, {"N", 1024}, {"D", 64}}), h.assembly_flags);
+  const std::string ptx(b.binary->begin(), b.binary->end());
+  EXPECT_THAT(ptx, HasSubstr(".maxntid 256, 1, 1")); // 16 x 16 threads, 64 rows x 32 keys per block
+  EXPECT_THAT(ptx, HasSubstr(".shared .align 4 .b8"));
+  EXPECT_THAT(ptx, HasSubstr("st.shared.f32"));
+  EXPECT_THAT(ptx, HasSubstr("ld.shared.f32"));
+  EXPECT_THAT(ptx, HasSubstr("bar.sync"));
+  EXPECT_THAT(ptx, HasSubstr("fma.rn.f32"));
+  EXPECT_THAT(ptx, HasSubstr("%tid.y;"));
+  EXPECT_EQ(ptx.find(".local"), std::string::npos) << "the per-thread tiles spilled to local memory";
+  int launches = 0;
+  for (size_t p = ptx.find(".entry"); p != std::string::npos; p = ptx.find(".entry", p + 1)) ++launches;
+  EXPECT_EQ(launches, 1) << "attention is one fused launch";
+}
+
 TEST_F(CudaCompile, NvrtcErrorsShowItsLog) {
   try {
     session_->device().compile("extern \"C\" __global__ void k() { undeclared_name = 1; }",

@@ -97,6 +97,45 @@ TEST(FlashAttention, TextAndJsonRoundTrip) {
   EXPECT_EQ(to_text(schedule_from_json(to_json(s), "t")), to_text(s));
   EXPECT_EQ(to_text(parse_schedule("flash_attention O", "t", SourceLoc{1, 1})), "flash_attention O\n");
   EXPECT_THROW(parse_schedule("flash_attention O rows 24", "t", SourceLoc{1, 1}), UserError);
+  Schedule t = parse_schedule("flash_attention O rows 64 keys 32 threads 16 16\n", "t", SourceLoc{1, 1});
+  EXPECT_EQ(t.primitives.at(0).factors, (std::vector<int64_t>{64, 32, 16, 16}));
+  EXPECT_EQ(to_text(t), "flash_attention O rows 64 keys 32 threads 16 16\n");
+  EXPECT_EQ(to_text(schedule_from_json(to_json(t), "t")), to_text(t));
+  EXPECT_THROW(parse_schedule("flash_attention O rows 64 keys 32 threads 16", "t", SourceLoc{1, 1}), UserError);
+}
+
+// On an HCD with blocks of SIMT threads the auto-scheduler picks the SIMT form (threads in
+// the primitive, thread loops, shared tiles and barriers in the launch); sim keeps the CPU
+// shape. The arithmetic is checked on sim in tests/lit/diff/gpu-schedules.ut.
+TEST(FlashAttention, SimtBlocksWhereTheHcdHasThem) {
+  Kernel k = attention(kScores + "    m[h,i] max= j <= i ? S[h,i,j] : -inf\n"
+                                 "    l[h,i] += j <= i ? exp(S[h,i,j] - m[h,i]) : 0\n"
+                                 "    O[h,i,e] += (j <= i ? exp(S[h,i,j] - m[h,i]) / l[h,i] : 0) * V[h,j,e]\n");
+  const ShapeBindings shape{{"H", 32}, {"N", 1024}, {"D", 64}};
+  const hcd::Hcd h200 = hcd::builtin("nvidia-h200");
+  std::optional<FlashThreads> t = flash_threads(k, shape, "O", h200);
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->rows, 64);
+  EXPECT_EQ(t->keys, 32);
+  EXPECT_EQ(t->threads_y * t->threads_x, 256);
+  std::string why;
+  EXPECT_FALSE(flash_threads(k, shape, "O", hcd::builtin("sim"), &why));
+  EXPECT_THAT(why, HasSubstr("does not run blocks of SIMT threads"));
+
+  AutoSchedule a = auto_schedule(k, shape, h200);
+  ASSERT_EQ(a.schedule.primitives.size(), 1u) << to_text(a.schedule);
+  EXPECT_EQ(a.schedule.primitives[0].kind, PrimitiveKind::FlashAttention);
+  EXPECT_EQ(a.schedule.primitives[0].factors, (std::vector<int64_t>{64, 32, 16, 16}));
+  LoopProgram p = lower_scheduled(k, shape, h200, a.schedule);
+  ASSERT_EQ(p.funcs.size(), 1u);
+  const std::string text = to_string(p);
+  EXPECT_THAT(text, HasSubstr("thread.x"));
+  EXPECT_THAT(text, HasSubstr("barrier"));
+  EXPECT_THAT(text, HasSubstr("K_shared: f32[32, 65] shared"));
+  EXPECT_THAT(text, HasSubstr("O_acc: f32[16, 16, 4, 4] register"));
+
+  AutoSchedule cpu = auto_schedule(k, shape, hcd::builtin("sim"));
+  EXPECT_EQ(cpu.schedule.primitives.at(0).factors.size(), 2u);
 }
 
 } // namespace
