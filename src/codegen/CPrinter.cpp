@@ -1580,9 +1580,28 @@ private:
         v = fmt::format("ut_f32_to_bf16({})", v);
       }
     }
+    const bool vector_rows =
+        b.dtype == DType::BF16 && !b.holds_compute_type && d_.vector_syntax == VectorSyntax::Gcc;
+    if (vector_rows) {
+      // Whole rows of 16 round as one vector (the same bits as ut_f32_to_bf16).
+      const std::string f32 = helpers_.need_vector(DType::F32, 16);
+      const std::string half = helpers_.need_half_lanes(DType::BF16, 16);
+      line(fmt::format("if (ut_c0 + 16 <= {}) {{", int_literal(cols, true)));
+      ++indent_;
+      line(fmt::format("for (int64_t ut_r = 0; ut_r < 16 && ut_r0 + ut_r < {}; ++ut_r)", int_literal(rows, true)));
+      line(fmt::format("  {}_store(&{}[ut_o + ut_r * {}], {}_load(&ut_tile[ut_r * 16]));", half, base,
+                       int_literal(cols, true), f32));
+      --indent_;
+      line("} else {");
+      ++indent_;
+    }
     line(fmt::format("for (int64_t ut_r = 0; ut_r < 16 && ut_r0 + ut_r < {}; ++ut_r)", int_literal(rows, true)));
     line(fmt::format("  for (int64_t ut_c = 0; ut_c < 16 && ut_c0 + ut_c < {}; ++ut_c)", int_literal(cols, true)));
     line(fmt::format("    {}[ut_o + ut_r * {} + ut_c] = {};", base, int_literal(cols, true), v));
+    if (vector_rows) {
+      --indent_;
+      line("}");
+    }
     if (direct) {
       --indent_;
       line("}");
