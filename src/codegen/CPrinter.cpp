@@ -2098,16 +2098,15 @@ private:
                             want, lanes);
     }
     case ExprKind::Select: {
-      std::string a = vexpr(e->operands[1], e->type, var, lanes),
-                  b = vexpr(e->operands[2], e->type, var, lanes);
+      const DType t = select_lanes(e, want, var);
+      std::string a = vexpr(e->operands[1], t, var, lanes), b = vexpr(e->operands[2], t, var, lanes);
       const Expr& c = e->operands[0];
       std::string x;
       if (!uses_var(c, var))
         x = fmt::format("({} ? {} : {})", expr(c), a, b);
       else
-        x = fmt::format("{}_blend({}, {}, {})", helpers_.need_vector(e->type, lanes),
-                        vmask(c, e->type, var, lanes), a, b);
-      return convert_vector(x, e->type, want, lanes);
+        x = fmt::format("{}_blend({}, {}, {})", helpers_.need_vector(t, lanes), vmask(c, t, var, lanes), a, b);
+      return convert_vector(x, t, want, lanes);
     }
     case ExprKind::Cast: {
       DType from = e->operands[0]->type;

@@ -13,6 +13,12 @@ bool uses_var(const Expr& e, const std::string& var) {
   return found;
 }
 
+DType select_lanes(const Expr& sel, DType want, const std::string& var) {
+  if (is_integer(sel->type) && is_float(want) && !uses_var(sel->operands[1], var) && !uses_var(sel->operands[2], var))
+    return want;
+  return sel->type;
+}
+
 std::optional<int64_t> affine_coefficient(const Expr& e, const std::string& var) {
   if (!uses_var(e, var))
     return 0;
@@ -159,11 +165,12 @@ public:
       default:
         return false;
       }
-    case ExprKind::Select:
-      if (half_type(e->type))
+    case ExprKind::Select: {
+      const DType t = select_lanes(e, want, var_);
+      if (half_type(t))
         return false; // no masks of f16 lanes
-      return value(e->operands[1], e->type) && value(e->operands[2], e->type) &&
-             mask(e->operands[0], e->type);
+      return value(e->operands[1], t) && value(e->operands[2], t) && mask(e->operands[0], t);
+    }
     case ExprKind::Cast:
       // float -> int needs the saturating scalar conversion; vector conversions are
       // undefined out of range.

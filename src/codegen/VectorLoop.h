@@ -26,6 +26,12 @@ enum class AccessStride : uint8_t { Invariant, Unit, Other };
 /// Coefficient of `var` in `e` when `e` is affine in it (0 when `e` does not use it).
 std::optional<int64_t> affine_coefficient(const Expr& e, const std::string& var);
 bool uses_var(const Expr& e, const std::string& var);
+/// The lanes a Select `sel` is computed in when its value is wanted as `want`: an integer
+/// select between two values invariant in `var` (`(a > b ? 1 : -1) * 0.25`) converts its
+/// arms instead of its result, so it blends `want` lanes (the same values: converting
+/// then choosing is choosing then converting) and needs no integer-to-float lane
+/// conversion; otherwise its own type.
+DType select_lanes(const Expr& sel, DType want, const std::string& var);
 AccessStride access_stride(const std::vector<Expr>& indices, const std::vector<int64_t>& shape,
                            const std::string& var);
 

@@ -472,7 +472,10 @@ AutoSchedule auto_schedule(const Kernel& given, const ShapeBindings& b, const hc
   auto has_contraction = [&] {
     for (const Comprehension& c : k.body) {
       try {
-        if (contraction_site(k, b, c.output)) return true;
+        if (auto site = contraction_site(k, b, c.output))
+          for (const hcd::MatrixUnit& u : h.matrix_units)
+            if (std::find(u.input_dtypes.begin(), u.input_dtypes.end(), site->input) != u.input_dtypes.end())
+              return true;
       } catch (const UserError&) {
         // an unbound range: not a site
       }

@@ -30,6 +30,7 @@
 #include <map>
 #include <mutex>
 #include <new>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -207,6 +208,16 @@ void open_device(Device& d) {
   cl_uint float_width = device_value<cl_uint>(d.device, CL_DEVICE_PREFERRED_VECTOR_WIDTH_FLOAT);
   if (float_width > 0)
     hcd = with_value(hcd, "vector_bits", std::to_string(32 * float_width));
+  // A CPU device (PoCL) runs work-groups as threads of this host, so its cores' caches
+  // are the device's: OpenCL reports only the last level, glibc knows L1d and L2. Its
+  // 512-bit vectors (AVX-512) come with 32 registers, as the cpu device's HCD says.
+  if (device_value<cl_device_type>(d.device, CL_DEVICE_TYPE) & CL_DEVICE_TYPE_CPU) {
+    for (auto [level, name] : {std::pair{_SC_LEVEL1_DCACHE_SIZE, "L1"}, std::pair{_SC_LEVEL2_CACHE_SIZE, "L2"}})
+      if (long bytes = sysconf(level); bytes > 0)
+        hcd = with_value(hcd, "size", "\"" + std::to_string(bytes) + "B\"", std::string("name = \"") + name + "\"");
+    if (float_width >= 16)
+      hcd = with_value(hcd, "vector_registers", "32");
+  }
   d.hcd = hcd;
   d.toolchain = platform_info(d.platform, CL_PLATFORM_VERSION) + "; " +
                 device_info(d.device, CL_DEVICE_NAME) + "; driver " +
