@@ -1055,8 +1055,24 @@ AutoSchedule auto_schedule(const Kernel& given, const ShapeBindings& b, const hc
   if (h.kind == hcd::DeviceKind::Cpu) {
     p = lower(s);
     for (const LoopFunc& f : p.funcs) {
-      const Stmt& loop = slice_loop(f.body);
-      if (loop->kind != StmtKind::For || loop->body[0]->kind != StmtKind::Block) continue;
+      // The slice loop: the one whose body is a chain of statements, or in a nest of
+      // single loops ending in a store (a map: `Y[i, j] = A[i, j] * sigmoid(c[i])`), the
+      // loop around the innermost one.
+      const Stmt* slice = &slice_loop(f.body);
+      if ((*slice)->kind == StmtKind::For && (*slice)->body[0]->kind == StmtKind::Store) {
+        const Stmt* parent = nullptr;
+        for (const Stmt* l = &f.body; (*l)->kind == StmtKind::For && l != slice;) {
+          parent = l;
+          const Stmt& b = (*l)->body[0];
+          l = b->kind == StmtKind::For ? &b : &b->body[0];
+        }
+        if (!parent) continue;
+        slice = parent;
+      }
+      const Stmt& loop = *slice;
+      if (loop->kind != StmtKind::For ||
+          (loop->body[0]->kind != StmtKind::Block && loop->body[0]->kind != StmtKind::For))
+        continue;
       std::set<std::string> outputs;
       std::function<void(const Stmt&)> find = [&](const Stmt& x) {
         if (x->kind == StmtKind::Store) {
