@@ -102,6 +102,11 @@ struct CDialect {
   /// `mma.sync` on the 32 lanes of a warp (thread.x), their accumulators distributed in
   /// the instruction's fragment layout. Dialects without it refuse Matrix statements.
   bool warp_mma = false;
+  /// Whether Matrix statements print as Intel AMX tile instructions where the HCD's isa
+  /// lists amx-tile and amx-bf16 (single-lane cores: an accumulator of at most 4 16 x 16
+  /// f32 tiles lives in tile registers tmm0-3, operands are loaded into tmm4-7;
+  /// matrix_mma_pairs only). Inline assembly, so no -mamx flags are needed; x86-64 only.
+  bool amx_tiles = false;
 };
 
 /// The `c` dialect: C11 with GCC extensions, one exported function per LoopFunc following

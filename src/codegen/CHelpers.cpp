@@ -145,6 +145,41 @@ constexpr std::string_view kShr =
     "static inline int64_t ut_shr(int64_t a, int64_t b, int64_t bits) { return (b >= 0 && b < "
     "bits) ? (a >> b) : (a < 0 ? -1 : 0); }\n";
 
+// Intel AMX tile registers (the c dialect's matrix unit), as inline assembly so that
+// the kernel compiles without -mamx-tile/-mamx-bf16 (GCC's intrinsics need them or a
+// target attribute). Linux hands out tile state only after a process asks for it
+// (arch_prctl ARCH_REQ_XCOMP_PERM for XFEATURE_XTILEDATA; otherwise the first tile
+// instruction raises SIGILL), and each thread must load a tile configuration: every
+// entry that uses tiles calls ut_amx_begin (ask once per process; configure all 8 tiles
+// as 16 rows x 64 bytes) and ut_amx_end (release the tiles: other code, oneDNN too, may
+// configure them differently on the same thread between two calls).
+constexpr std::string_view kAmx = R"AMX(#if !defined(__x86_64__)
+#error "unitile: this kernel uses Intel AMX tile registers (x86-64 only); schedule it for an HCD without amx-tile"
+#endif
+#define UT_TILE_ZERO(t) __asm__ volatile("tilezero %%tmm" #t ::: "memory")
+#define UT_TILE_LOAD(t, p, stride) \
+  __asm__ volatile("tileloadd (%0,%1,1), %%tmm" #t ::"r"((const void*)(p)), "r"((int64_t)(stride)) : "memory")
+#define UT_TILE_STORE(t, p, stride) \
+  __asm__ volatile("tilestored %%tmm" #t ", (%0,%1,1)" ::"r"((void*)(p)), "r"((int64_t)(stride)) : "memory")
+#define UT_TILE_DPBF16PS(c, a, b) __asm__ volatile("tdpbf16ps %%tmm" #b ", %%tmm" #a ", %%tmm" #c ::)
+extern long syscall(long number, ...);
+static void ut_amx_begin(void) {
+  static volatile int permitted;
+  if (!permitted) {
+    syscall(158 /* SYS_arch_prctl */, 0x1023 /* ARCH_REQ_XCOMP_PERM */, 18 /* XFEATURE_XTILEDATA */);
+    permitted = 1;
+  }
+  unsigned char cfg[64] __attribute__((aligned(64))) = {0};
+  cfg[0] = 1; /* palette 1 */
+  for (int t = 0; t < 8; ++t) {
+    cfg[16 + 2 * t] = 64; /* bytes per row */
+    cfg[48 + t] = 16;     /* rows */
+  }
+  __asm__ volatile("ldtilecfg %0" ::"m"(cfg) : "memory");
+}
+static void ut_amx_end(void) { __asm__ volatile("tilerelease" ::: "memory"); }
+)AMX";
+
 const std::map<std::string, ScalarHelper, std::less<>>& scalar_helpers() {
   static const std::map<std::string, ScalarHelper, std::less<>> table = [] {
     std::map<std::string, ScalarHelper, std::less<>> t;
@@ -154,6 +189,7 @@ const std::map<std::string, ScalarHelper, std::less<>>& scalar_helpers() {
     t["ut_f32_to_bf16"] = {{}, std::string(kF32ToBf16)};
     t["ut_float_to_i64"] = {{}, std::string(kFloatToInt)};
     t["ut_shl"] = {{}, std::string(kShl)};
+    t["ut_amx"] = {{}, std::string(kAmx)};
     t["ut_shr"] = {{}, std::string(kShr)};
     t["ut_round_f16"] = {{"ut_f16_to_f32", "ut_f32_to_f16"}, std::string(kRoundF16)};
     t["ut_round_bf16"] = {{"ut_bf16_to_f32", "ut_f32_to_bf16"}, std::string(kRoundBf16)};

@@ -333,7 +333,18 @@ public:
     }
     if (d_.shared_at_entry_scope)
       hoist_shared(f.body);
-    stmt(f.body, true);
+    amx_ = d_.amx_tiles && std::find(hcd_.isa.begin(), hcd_.isa.end(), "amx-tile") != hcd_.isa.end() &&
+           std::find(hcd_.isa.begin(), hcd_.isa.end(), "amx-bf16") != hcd_.isa.end();
+    if (amx_ && has_matrix(f.body)) {
+      // Tile state is per thread and may have been configured by other code: configure
+      // it for this entry, release it at the end (CHelpers.cpp, ut_amx).
+      helpers_.need("ut_amx");
+      line("ut_amx_begin();");
+      stmt(f.body, false);
+      line("ut_amx_end();");
+    } else {
+      stmt(f.body, true);
+    }
     // Streaming stores are weakly ordered; the launcher fences them once per run of
     // blocks (the cpu plugin, CpuDevice.cpp), not each entry: an sfence waits for the
     // write-combining buffers to drain, and at one block per row that cost softmax about
@@ -829,8 +840,18 @@ private:
   void stmt(const Stmt& s, bool tail) {
     switch (s->kind) {
     case StmtKind::Block:
-      for (size_t k = 0; k < s->body.size(); ++k)
+      for (size_t k = 0; k < s->body.size(); ++k) {
+        if (amx_ && s->body[k]->kind == StmtKind::Matrix && is_matrix_mma(s->body[k]->matrix_op)) {
+          size_t e = k;
+          while (e < s->body.size() && s->body[e]->kind == StmtKind::Matrix && is_matrix_mma(s->body[e]->matrix_op))
+            ++e;
+          amx_mma_run(std::vector<Stmt>(s->body.begin() + static_cast<std::ptrdiff_t>(k),
+                                        s->body.begin() + static_cast<std::ptrdiff_t>(e)));
+          k = e - 1;
+          continue;
+        }
         stmt(s->body[k], tail && k + 1 == s->body.size());
+      }
       return;
     case StmtKind::Store:
       store(*s);
@@ -983,6 +1004,17 @@ private:
 
   // The value as the buffer's storage holds it.
   std::string stored_value(const Expr& value, const BufferView& b) {
+    if ((b.dtype == DType::F16 || b.dtype == DType::BF16) && !b.holds_compute_type) {
+      // A copy between 16-bit buffers in memory (packing operand panels) moves the bits.
+      if (value->kind == ExprKind::FloatImm && value->float_value == 0.0 && !std::signbit(value->float_value))
+        return "0";
+      if (value->kind == ExprKind::Access && !value->guard && value->type == b.dtype) {
+        const BufferView& src = buffer(value->name);
+        if (src.dtype == b.dtype && !src.holds_compute_type && src.vector_lanes == 0)
+          return fmt::format("{}[{}]", element_base(value->name, src),
+                             linear_index(clamped_indices(value, src.shape), src.shape));
+      }
+    }
     if (b.dtype == DType::F16 || b.dtype == DType::BF16) {
       // A cast to the buffer's own type rounds exactly as the store does: store directly.
       const Expr& x =
@@ -1173,7 +1205,10 @@ private:
     UT_INTERNAL_ASSERT(s.scope != MemScope::Global,
                        "global-scope allocation '" + s.buffer + "' inside a func");
     if (s.scope == MemScope::Register && matrix_uses(s.body[0], s.buffer, true)) {
-      fragment_alloc(s);
+      if (amx_)
+        tile_alloc(s);
+      else
+        fragment_alloc(s);
       return;
     }
     if (size_t drop = thread_private_dims(s); drop > 0) {
@@ -1190,7 +1225,7 @@ private:
     elems = std::max<int64_t>(elems, 1);
     // A shared tile the matrix unit reads keeps its own dtype (the instructions take
     // packed 16-bit values), 16-byte aligned for paired loads.
-    const bool operand = s.scope == MemScope::Shared && d_.warp_mma && matrix_uses(s.body[0], s.buffer, false);
+    const bool operand = ((s.scope == MemScope::Shared && d_.warp_mma) || amx_) && matrix_uses(s.body[0], s.buffer, false);
     bool wide16 = (s.dtype == DType::F16 || s.dtype == DType::BF16) && !operand;
     std::string_view t = wide16 ? value_type(s.dtype) : storage_type(s.dtype);
     auto prev = buffers_.find(s.buffer);
@@ -1397,6 +1432,184 @@ private:
     return fmt::format("for (int64_t {0} = {1}, {2} = {3}; {0} < {2}; ++{0})", v, lo, end, hi);
   }
 
+  // ----- matrix units on Intel AMX tile registers (CDialect::amx_tiles)
+  //
+  // A register allocation of f32 tiles [tiles.., 16, 16] whose matrix statements all
+  // index it with constants lives in tile registers tmm0-3 (tile t of the row-major tile
+  // grid in tmm t); each run of consecutive mma statements loads its distinct A tiles into
+  // tmm4-5 and B tiles into tmm6-7 once, then multiplies (a 2 x 2 micro-tile: 4 loads for
+  // 4 tdpbf16ps). The register numbers are immediates of the instructions, so they must
+  // be known here: the scheduler writes the accumulator's tile indices as constants.
+
+  static bool has_matrix(const Stmt& s) {
+    if (!s)
+      return false;
+    if (s->kind == StmtKind::Matrix)
+      return true;
+    for (const Stmt& b : s->body)
+      if (has_matrix(b))
+        return true;
+    return false;
+  }
+
+  void tile_alloc(const StmtNode& s) {
+    const size_t r = s.shape.size();
+    if (r < 2 || s.dtype != DType::F32 || s.shape[r - 2] != 16 || s.shape[r - 1] != 16)
+      throw matrix_error(fmt::format("matrix accumulator '{}' must be f32 [tiles.., 16, 16] for AMX tiles", s.buffer));
+    int64_t count = 1;
+    for (size_t k = 0; k + 2 < r; ++k)
+      count *= s.shape[k];
+    if (count > 4)
+      throw matrix_error(fmt::format("matrix accumulator '{}' has {} tiles; AMX keeps at most 4 in tile registers "
+                                     "(tmm0-3, with tmm4-7 for the operands)",
+                                     s.buffer, count));
+    line(fmt::format("/* {}: {} accumulator tile(s) in tmm0-{} */", names_.buffer(s.buffer), count, count - 1));
+    tile_accs_[s.buffer] = std::vector<int64_t>(s.shape.begin(), s.shape.end() - 2);
+    stmt(s.body[0], true);
+    tile_accs_.erase(s.buffer);
+  }
+
+  // The tile register holding accumulator tile `idx` of `name`.
+  int tile_register(const std::string& name, const std::vector<Expr>& idx, const StmtNode& s) {
+    auto it = tile_accs_.find(name);
+    if (it == tile_accs_.end())
+      throw matrix_error(fmt::format("{}: '{}' is not a register allocation of matrix tiles",
+                                     matrix_op_name(s.matrix_op), name));
+    const std::vector<int64_t>& dims = it->second;
+    int64_t reg = 0;
+    for (size_t k = 0; k < idx.size(); ++k) {
+      int64_t v = 0;
+      if (!const_int(idx[k], &v))
+        throw matrix_error(fmt::format("{}: the tile indices of '{}' must be constants (a tile register is named "
+                                       "in the instruction)",
+                                       matrix_op_name(s.matrix_op), name));
+      if (k < dims.size()) {
+        if (v < 0 || v >= dims[k])
+          throw matrix_error(fmt::format("{}: tile index {} of '{}' is out of range", matrix_op_name(s.matrix_op), v,
+                                         name));
+        reg = reg * dims[k] + v;
+      } else if (v != 0) {
+        throw matrix_error(fmt::format("{}: a tile of '{}' starts at row 0, column 0 of its unit tile",
+                                       matrix_op_name(s.matrix_op), name));
+      }
+    }
+    return static_cast<int>(reg);
+  }
+
+  // `&operand[origin]` and its row stride in bytes; the operand keeps 16-bit storage.
+  std::pair<std::string, int64_t> tile_operand(const Expr& e, const StmtNode& s) {
+    const BufferView& b = buffer(e->name);
+    if ((b.dtype != DType::BF16) || b.holds_compute_type || b.vector_lanes > 0)
+      throw matrix_error(fmt::format("{}: AMX operand '{}' must be a bf16 buffer in memory",
+                                     matrix_op_name(s.matrix_op), e->name));
+    return {fmt::format("&{}[{}]", element_base(e->name, b), linear_index(e->operands, b.shape)),
+            b.shape.back() * 2};
+  }
+
+  void amx_mma_run(const std::vector<Stmt>& run) {
+    std::map<std::string, int> a_regs, b_regs;
+    for (const Stmt& st : run) {
+      const StmtNode& s = *st;
+      if (s.matrix_op != MatrixOp::MmaPairs || s.shape != std::vector<int64_t>{16, 16, 32})
+        throw matrix_error(fmt::format("{}: AMX multiplies with matrix_mma_pairs(16, 16, 32) (tdpbf16ps: B in "
+                                       "k pairs)",
+                                       matrix_op_name(s.matrix_op)));
+      const int c = tile_register(s.buffer, s.indices, s);
+      auto [a, sa] = tile_operand(s.value->operands[0], s);
+      auto [b, sb] = tile_operand(s.value->operands[1], s);
+      auto reg = [&](std::map<std::string, int>& regs, const std::string& addr, int64_t stride, int first) {
+        if (auto it = regs.find(addr); it != regs.end())
+          return it->second;
+        // A third distinct operand reuses the first register (loaded again).
+        const int r = first + static_cast<int>(regs.size() % 2);
+        if (regs.size() >= 2)
+          regs.clear();
+        regs[addr] = r;
+        line(fmt::format("UT_TILE_LOAD({}, {}, {});", r, addr, stride));
+        return r;
+      };
+      const int ra = reg(a_regs, a, sa, 4);
+      const int rb = reg(b_regs, b, sb, 6);
+      line(fmt::format("UT_TILE_DPBF16PS({}, {}, {});", c, ra, rb));
+    }
+  }
+
+  void amx_matrix(const StmtNode& s) {
+    const bool store = s.matrix_op == MatrixOp::Store;
+    const std::string& acc = store ? s.value->name : s.buffer;
+    const std::vector<Expr>& acc_idx = store ? s.value->operands : s.indices;
+    if (s.shape != std::vector<int64_t>{16, 16})
+      throw matrix_error(fmt::format("{}: AMX tiles are 16 x 16", matrix_op_name(s.matrix_op)));
+    const int t = tile_register(acc, acc_idx, s);
+    if (!store) {
+      line(fmt::format("UT_TILE_ZERO({});", t));
+      return;
+    }
+    // Whole tiles inside an f32 destination are stored directly; others go through a
+    // 16 x 16 scratch, clipped at the edges (and rounded to bf16).
+    const BufferView& b = buffer(s.buffer);
+    if (b.dtype != DType::F32 && b.dtype != DType::BF16)
+      throw matrix_error(fmt::format("matrix_store into '{}' of dtype {}: AMX stores f32 or bf16", s.buffer,
+                                     dtype_name(b.dtype)));
+    const size_t r = b.shape.size();
+    const int64_t rows = b.shape[r - 2], cols = b.shape[r - 1];
+    const std::string base = element_base(s.buffer, b);
+    line("{");
+    ++indent_;
+    line(fmt::format("const int64_t ut_r0 = {}, ut_c0 = {};", strip_parens(expr(s.indices[r - 2])),
+                     strip_parens(expr(s.indices[r - 1]))));
+    line(fmt::format("const int64_t ut_o = {};", linear_index(s.indices, b.shape)));
+    const bool direct = b.dtype == DType::F32 && !b.holds_compute_type;
+    if (direct) {
+      line(fmt::format("if (ut_r0 + 16 <= {} && ut_c0 + 16 <= {}) {{", int_literal(rows, true),
+                       int_literal(cols, true)));
+      ++indent_;
+      line(fmt::format("UT_TILE_STORE({}, &{}[ut_o], {});", t, base, cols * 4));
+      --indent_;
+      line("} else {");
+      ++indent_;
+    }
+    line("float ut_tile[256] __attribute__((aligned(64)));");
+    line(fmt::format("UT_TILE_STORE({}, ut_tile, 64);", t));
+    std::string v = "ut_tile[ut_r * 16 + ut_c]";
+    if (b.dtype == DType::BF16) {
+      if (b.holds_compute_type) {
+        v = round16(v, b.dtype);
+      } else {
+        helpers_.need("ut_f32_to_bf16");
+        v = fmt::format("ut_f32_to_bf16({})", v);
+      }
+    }
+    const bool vector_rows =
+        b.dtype == DType::BF16 && !b.holds_compute_type && d_.vector_syntax == VectorSyntax::Gcc;
+    if (vector_rows) {
+      // Whole rows of 16 round as one vector (the same bits as ut_f32_to_bf16).
+      const std::string f32 = helpers_.need_vector(DType::F32, 16);
+      const std::string half = helpers_.need_half_lanes(DType::BF16, 16);
+      line(fmt::format("if (ut_c0 + 16 <= {}) {{", int_literal(cols, true)));
+      ++indent_;
+      line(fmt::format("for (int64_t ut_r = 0; ut_r < 16 && ut_r0 + ut_r < {}; ++ut_r)", int_literal(rows, true)));
+      line(fmt::format("  {}_store(&{}[ut_o + ut_r * {}], {}_load(&ut_tile[ut_r * 16]));", half, base,
+                       int_literal(cols, true), f32));
+      --indent_;
+      line("} else {");
+      ++indent_;
+    }
+    line(fmt::format("for (int64_t ut_r = 0; ut_r < 16 && ut_r0 + ut_r < {}; ++ut_r)", int_literal(rows, true)));
+    line(fmt::format("  for (int64_t ut_c = 0; ut_c < 16 && ut_c0 + ut_c < {}; ++ut_c)", int_literal(cols, true)));
+    line(fmt::format("    {}[ut_o + ut_r * {} + ut_c] = {};", base, int_literal(cols, true), v));
+    if (vector_rows) {
+      --indent_;
+      line("}");
+    }
+    if (direct) {
+      --indent_;
+      line("}");
+    }
+    --indent_;
+    line("}");
+  }
+
   // ----- matrix units (Loop.h, MatrixOp): PTX mma.sync on the 32 lanes of a warp
   //
   // Lane l = thread.x holds, of each 16 x 8 f32 accumulator tile, the elements (g, 2t),
@@ -1412,7 +1625,7 @@ private:
     if (!s)
       return false;
     if (s->kind == StmtKind::Matrix) {
-      const bool mma = s->matrix_op == MatrixOp::Mma || s->matrix_op == MatrixOp::MmaTf32;
+      const bool mma = is_matrix_mma(s->matrix_op);
       if (accumulator) {
         if (s->matrix_op == MatrixOp::Store ? s->value->name == name : s->buffer == name)
           return true;
@@ -1483,6 +1696,13 @@ private:
 
   void matrix(const StmtNode& s) {
     const char* op = matrix_op_name(s.matrix_op);
+    if (amx_) {
+      if (is_matrix_mma(s.matrix_op))
+        amx_mma_run({std::make_shared<StmtNode>(s)});
+      else
+        amx_matrix(s);
+      return;
+    }
     require_warp_mma(op);
     if (hcd_.warp_size != 32 || dims_.block[0] != 32)
       throw matrix_error(fmt::format("{}: mma.sync runs on the 32 lanes of a warp, so the block's thread.x must be "
@@ -1511,6 +1731,8 @@ private:
     case MatrixOp::MmaTf32:
       matrix_mma_tile(s);
       break;
+    case MatrixOp::MmaPairs:
+      throw matrix_error("matrix_mma_pairs: mma.sync takes B in columns, not in k pairs");
     }
     --indent_;
     line("}");
@@ -1990,6 +2212,8 @@ private:
     int64_t m = 0, n = 0, per_lane = 0;
   };
   std::map<std::string, FragmentView> fragments_;
+  bool amx_ = false;                                        // Matrix statements print as AMX
+  std::map<std::string, std::vector<int64_t>> tile_accs_;   // accumulators in tile registers: tile grid
   std::set<std::string> warp_vars_;
   bool in_lane_loop_ = false;
   std::set<std::string> aligned_operands_;

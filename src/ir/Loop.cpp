@@ -106,6 +106,7 @@ const char* matrix_op_name(MatrixOp op) {
   case MatrixOp::Mma: return "matrix_mma";
   case MatrixOp::MmaTf32: return "matrix_mma_tf32";
   case MatrixOp::Store: return "matrix_store";
+  case MatrixOp::MmaPairs: return "matrix_mma_pairs";
   }
   return "?";
 }
@@ -129,6 +130,12 @@ Stmt matrix_zero(std::string acc, std::vector<Expr> origin, int64_t m, int64_t n
 Stmt matrix_mma(std::string acc, std::vector<Expr> origin, Expr a, Expr b, int64_t m, int64_t n, int64_t k,
                 bool tf32) {
   auto s = matrix_node(tf32 ? MatrixOp::MmaTf32 : MatrixOp::Mma, std::move(acc), std::move(origin), {m, n, k});
+  s->value = binary(BinaryOp::Mul, std::move(a), std::move(b));
+  return s;
+}
+
+Stmt matrix_mma_pairs(std::string acc, std::vector<Expr> origin, Expr a, Expr b, int64_t m, int64_t n, int64_t k) {
+  auto s = matrix_node(MatrixOp::MmaPairs, std::move(acc), std::move(origin), {m, n, k});
   s->value = binary(BinaryOp::Mul, std::move(a), std::move(b));
   return s;
 }

@@ -55,8 +55,15 @@ enum class MatrixOp : uint8_t {
   Mma,     // buffer[origin + (r, c)] += sum_k A[a + (r, k)] * B[b + (k, c)]; value = A * B
   MmaTf32, // Mma with both operands first rounded to tf32 (10-bit mantissa, nearest, ties away)
   Store,   // buffer[origin + (r, c)] = value[acc + (r, c)], skipping elements outside buffer
+  // Mma whose B tile holds k in pairs (Intel AMX's VNNI layout): B tile row x / 2 holds, for
+  // each column c, the two values of k = x and x + 1 side by side, so
+  // buffer[origin + (r, c)] += sum_x A[a + (r, x)] * B[b + (x / 2, 2 c + x % 2)]; k is even.
+  MmaPairs,
 };
-const char* matrix_op_name(MatrixOp op); // "matrix_zero", "matrix_mma", "matrix_mma_tf32", "matrix_store"
+const char* matrix_op_name(MatrixOp op); // "matrix_zero", "matrix_mma", "matrix_mma_tf32", "matrix_store",
+                                         // "matrix_mma_pairs"
+/// Whether `op` multiplies tiles (Mma, MmaTf32, MmaPairs).
+inline bool is_matrix_mma(MatrixOp op) { return op == MatrixOp::Mma || op == MatrixOp::MmaTf32 || op == MatrixOp::MmaPairs; }
 
 struct StmtNode;
 using Stmt = std::shared_ptr<const StmtNode>;
@@ -92,6 +99,8 @@ Stmt matrix_zero(std::string acc, std::vector<Expr> origin, int64_t m, int64_t n
 /// `a` and `b` are Accesses at the operand tiles' origins.
 Stmt matrix_mma(std::string acc, std::vector<Expr> origin, Expr a, Expr b, int64_t m, int64_t n, int64_t k,
                 bool tf32);
+/// MmaPairs: `b` is an Access at the origin of a B tile of k / 2 rows and 2 n columns.
+Stmt matrix_mma_pairs(std::string acc, std::vector<Expr> origin, Expr a, Expr b, int64_t m, int64_t n, int64_t k);
 /// `acc` is an Access at the accumulator tile's origin.
 Stmt matrix_store(std::string dst, std::vector<Expr> origin, Expr acc, int64_t m, int64_t n);
 

@@ -448,7 +448,8 @@ private:
     // `matrix_OP(m, n[, k]) TARGET[origin] ...`; a buffer of that name is still stored to
     // as NAME[..].
     if (peek(1).text == "(" && (t.text == "matrix_zero" || t.text == "matrix_mma" ||
-                                t.text == "matrix_mma_tf32" || t.text == "matrix_store"))
+                                t.text == "matrix_mma_tf32" || t.text == "matrix_mma_pairs" ||
+                                t.text == "matrix_store"))
       return parse_matrix();
     // A store: NAME[indices] = value.
     const Token& name = next();
@@ -468,7 +469,7 @@ private:
   Stmt parse_matrix() {
     const Token& op_tok = next();
     const std::string op = op_tok.text;
-    const bool mma = op == "matrix_mma" || op == "matrix_mma_tf32";
+    const bool mma = op == "matrix_mma" || op == "matrix_mma_tf32" || op == "matrix_mma_pairs";
     expect("(");
     std::vector<int64_t> shape;
     for (size_t n = 0; n < (mma ? 3u : 2u); ++n) {
@@ -499,6 +500,9 @@ private:
       fail(name, fmt::format("{}: expected `A[origin] * B[origin]` after '+='", op));
     tile_access(product->operands[0], "the A tile");
     tile_access(product->operands[1], "the B tile");
+    if (op == "matrix_mma_pairs")
+      return matrix_mma_pairs(name.text, std::move(idx), product->operands[0], product->operands[1], shape[0],
+                              shape[1], shape[2]);
     return matrix_mma(name.text, std::move(idx), product->operands[0], product->operands[1], shape[0], shape[1],
                       shape[2], op == "matrix_mma_tf32");
   }

@@ -184,6 +184,7 @@ void print_stmt(std::string& out, const Stmt& s, int depth) {
     case MatrixOp::Zero: break;
     case MatrixOp::Mma:
     case MatrixOp::MmaTf32:
+    case MatrixOp::MmaPairs:
       out += " += " + print_expr(s->value->operands[0]) + " * " + print_expr(s->value->operands[1]);
       break;
     case MatrixOp::Store: out += " = " + print_expr(s->value); break;

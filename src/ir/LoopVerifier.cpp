@@ -231,7 +231,7 @@ private:
     case StmtKind::Barrier: return;
     case StmtKind::Matrix: {
       const char* op = matrix_op_name(s->matrix_op);
-      const bool mma = s->matrix_op == MatrixOp::Mma || s->matrix_op == MatrixOp::MmaTf32;
+      const bool mma = is_matrix_mma(s->matrix_op);
       if (s->shape.size() != (mma ? 3u : 2u)) fail(fmt::format("{} needs {} unit dimensions", op, mma ? 3 : 2));
       for (int64_t d : s->shape)
         if (d < 1) fail(fmt::format("{}: unit dimensions must be positive", op));
@@ -262,6 +262,8 @@ private:
           fail(fmt::format("{}: A and B must have one float dtype", op));
         if (s->matrix_op == MatrixOp::MmaTf32 && a->dtype != DType::F32)
           fail(fmt::format("{}: tf32 operands are f32 buffers", op));
+        if (s->matrix_op == MatrixOp::MmaPairs && s->shape[2] % 2 != 0)
+          fail(fmt::format("{}: k must be even (B holds k in pairs)", op));
       }
       if (s->matrix_op == MatrixOp::Store) operand(s->value, "the accumulator");
       if (mma || s->matrix_op == MatrixOp::Zero)

@@ -102,7 +102,7 @@ private:
       return c;
     case StmtKind::Matrix:
       // A multiply-add per (m, n, k) of the tile, in the operands' dtype.
-      if (s->matrix_op == MatrixOp::Mma || s->matrix_op == MatrixOp::MmaTf32)
+      if (is_matrix_mma(s->matrix_op))
         c[static_cast<size_t>(s->value->operands[0]->type)] +=
             2.0 * static_cast<double>(s->shape[0] * s->shape[1] * s->shape[2]);
       return c;

@@ -100,6 +100,227 @@ void fail(const std::string& what, const std::string& why) {
   throw UserError(fmt::format("error: schedule: {}: {}", what, why));
 }
 
+// ---- tile-register launches (tile_registers_launch): the tiles of one core, AMX-style.
+//
+// The unit's registers hold whole tiles: up to 2 x 2 f32 accumulator tiles of a
+// micro-tile (tmm0-3) and the 2 A and 2 B tiles of one k step (tmm4-7), so one k step
+// loads 4 tiles for 4 multiplies. Operands come packed so that every tile is 1 KiB of
+// consecutive memory (rows of 64 bytes): the B panel of a task [k blocks, column tiles,
+// k / 2, 2 n] in k pairs (the unit's B layout) and the A panel of a micro-row [k blocks,
+// rows, k], both zero-padded, which also lets any index order of A and B and ragged
+// M, N and K take the same path.
+
+// The private cache of one core: the largest local level that no other unit shares
+// (the L2 of a CPU core); 1 MiB when the HCD names none.
+int64_t core_cache_bytes(const hcd::Hcd& h) {
+  int64_t best = 0;
+  for (const hcd::MemoryLevel& l : h.memory)
+    if (l.scope == "local" && l.shared_by <= 1) best = std::max(best, l.size_bytes);
+  return best > 0 ? best : int64_t{1} << 20;
+}
+
+int64_t batch_count(const MatrixSite& s) {
+  int64_t n = 1;
+  for (int64_t e : s.batch_extents) n *= e;
+  return n;
+}
+
+MatrixTiles register_tiles(const MatrixSite& s, const hcd::Hcd& h) {
+  MatrixTiles t;
+  t.bk = s.unit.k;
+  t.warps_m = s.M > s.unit.m ? 2 : 1; // accumulator tiles along rows (tm) and columns (tn)
+  t.warps_n = s.N > s.unit.n ? 2 : 1;
+  const int64_t mm = t.warps_m * s.unit.m, mn = t.warps_n * s.unit.n;
+  const int64_t kp = ceil_div(s.K, s.unit.k) * s.unit.k;
+  // The B panel, kp x bn, takes at most half of the core's cache.
+  int64_t bn = std::max<int64_t>(mn, core_cache_bytes(h) / 2 / (kp * dtype_bytes(s.input)) / mn * mn);
+  bn = std::min(bn, ceil_div(s.N, mn) * mn);
+  int64_t nnb = ceil_div(s.N, bn), nmb = 1;
+  const int64_t batch = batch_count(s), units = std::max(1, h.units);
+  // Rows split only when columns give fewer tasks than units (each row block packs the
+  // B panel again); a small task count is made a multiple of the units.
+  if (batch * nnb < units) nmb = std::min(ceil_div(units, batch * nnb), ceil_div(s.M, mm));
+  while ((batch * nnb * nmb) % units != 0 && batch * nnb * nmb < 4 * units && ceil_div(s.N, nnb + 1) >= mn) ++nnb;
+  t.bn = ceil_div(ceil_div(s.N, nnb), mn) * mn;
+  t.bm = ceil_div(ceil_div(s.M, nmb), mm) * mm;
+  return t;
+}
+
+std::vector<std::string> register_reasons(const MatrixSite& s, const MatrixTiles& t, const hcd::Hcd& h) {
+  std::vector<std::string> r;
+  const int64_t tm = t.warps_m, tn = t.warps_n;
+  const int64_t kp = ceil_div(s.K, s.unit.k) * s.unit.k;
+  r.push_back(fmt::format("{} (statement {}): contraction {}x{}x{} over '{}' on the matrix unit {}x{}x{} ({} in, f32 "
+                          "accumulator) in tile registers",
+                          s.output, s.statement, s.M, s.N, s.K, s.k, s.unit.m, s.unit.n, s.unit.k,
+                          dtype_name(s.input)));
+  r.push_back(fmt::format("  micro-tile {}x{}: {} x {} accumulator tiles (tmm0-{}), {} A and {} B tiles per k step of "
+                          "{} (tmm4-7)",
+                          tm * s.unit.m, tn * s.unit.n, tm, tn, tm * tn - 1, tm, tn, s.unit.k));
+  r.push_back(fmt::format("  local: B panel {}x{} in k pairs {} of the core's {}, A panel {}x{} {}", kp, t.bn,
+                          kib(kp * t.bn * dtype_bytes(s.input)), kib(core_cache_bytes(h)), tm * s.unit.m, kp,
+                          kib(tm * s.unit.m * kp * dtype_bytes(s.input))));
+  r.push_back(fmt::format("  tasks: {} blocks of {}x{} over {} compute units",
+                          batch_count(s) * ceil_div(s.M, t.bm) * ceil_div(s.N, t.bn), t.bm, t.bn, h.units));
+  return r;
+}
+
+LoopProgram register_launch(const Kernel& k, const LoopProgram& p, const hcd::Hcd& h, const MatrixSite& s,
+                            const std::vector<int64_t>& tiles) {
+  const std::string what = fmt::format("matrix_unit {}", s.output);
+  MatrixTiles t = register_tiles(s, h);
+  const int64_t um = s.unit.m, un = s.unit.n, uk = s.unit.k;
+  if (!tiles.empty()) {
+    if (tiles.size() != 5)
+      fail(what, "expected five tile sizes: tiles BM BN BK warps TM TN (with tile registers, TM x TN accumulator "
+                 "tiles)");
+    t = MatrixTiles{tiles[0], tiles[1], tiles[2], tiles[3], tiles[4]};
+  }
+  const int64_t tm = t.warps_m, tn = t.warps_n, mm = tm * um, mn = tn * un;
+  if (tm < 1 || tn < 1 || tm > 2 || tn > 2 || t.bk != uk || t.bm < mm || t.bm % mm || t.bn < mn || t.bn % mn)
+    fail(what, fmt::format("block tile {}x{}x{} with {}x{} accumulator tiles: the tile registers hold up to 2 x 2 "
+                           "accumulator tiles of {}x{}, k steps are {} deep, and the block is a multiple of the "
+                           "micro-tile",
+                           t.bm, t.bn, t.bk, tm, tn, um, un, uk));
+  const std::string func_name = fmt::format("{}_{}", k.name, s.statement);
+  std::vector<size_t> replaced;
+  for (size_t f = 0; f < p.funcs.size(); ++f)
+    if (p.funcs[f].name == func_name || p.funcs[f].name == func_name + "_init") replaced.push_back(f);
+  bool has_update = false;
+  for (size_t f : replaced) has_update |= p.funcs[f].name == func_name;
+  if (!has_update)
+    fail(what, fmt::format("the launch of statement {} was already changed by an earlier primitive; put matrix_unit "
+                           "first",
+                           s.statement));
+  const LoopBuffer* abuf = p.find_buffer(s.a);
+  const LoopBuffer* bbuf = p.find_buffer(s.b);
+  if (!p.find_buffer(s.output) || !abuf || !bbuf) fail(what, "the contraction's tensors are not buffers of the program");
+
+  const int64_t kp = ceil_div(s.K, uk) * uk, nks = kp / uk;
+  const int64_t nmb = ceil_div(s.M, t.bm), nnb = ceil_div(s.N, t.bn), batch = batch_count(s);
+  const int64_t tasks = batch * nmb * nnb;
+
+  NameSet names(p);
+  const std::string task = names.fresh("task"), i0 = names.fresh("i0"), j0 = names.fresh("j0");
+  const std::string a_p = names.fresh(s.a + "_panel"), b_p = names.fresh(s.b + "_pairs"),
+                    acc = names.fresh(s.output + "_tiles");
+
+  std::vector<std::pair<std::string, Expr>> lets;
+  std::map<std::string, Expr> batch_at;
+  {
+    const Expr tv = var(task);
+    int64_t stride = nmb * nnb;
+    std::vector<Expr> bexpr(s.batch.size());
+    for (size_t q = s.batch.size(); q-- > 0;) {
+      Expr e = floor_div(tv, stride);
+      bexpr[q] = q == 0 ? e : mod(e, s.batch_extents[q]);
+      stride *= s.batch_extents[q];
+    }
+    for (size_t q = 0; q < s.batch.size(); ++q) {
+      std::string name = names.fresh(s.batch[q]);
+      lets.emplace_back(name, simplify(bexpr[q]));
+      batch_at[s.batch[q]] = var(name);
+    }
+    Expr it = nnb == 1 ? tv : floor_div(tv, nnb);
+    if (batch > 1 || nmb == 1) it = nmb == 1 ? imm(0) : mod(it, nmb);
+    lets.emplace_back(i0, simplify(mul(it, imm(t.bm))));
+    lets.emplace_back(j0, simplify(nnb == 1 ? imm(0) : mul(mod(tv, nnb), imm(t.bn))));
+  }
+
+  // A copy of one operand element into a packed panel: the tensor read at `at` (its
+  // row/k/column variables bound to expressions), zero where `in_range` fails.
+  auto packed = [&](const std::string& tensor, const LoopBuffer& buf, const std::string& panel,
+                    std::vector<Expr> panel_at, std::map<std::string, Expr> at, Expr in_range) {
+    const ExprNode* read = nullptr;
+    visit(k.body[s.statement].value, [&](const Expr& e) {
+      if (e->kind == ExprKind::Access && e->name == tensor && !read) read = e.get();
+    });
+    for (const auto& [v, e] : batch_at) at[v] = e;
+    std::vector<Expr> idx;
+    for (const Expr& i : read->operands) idx.push_back(simplify(at.at(i->name)));
+    Stmt st = store(panel, panel_at, access(tensor, idx, buf.dtype));
+    if (in_range) st = if_then(in_range, st, store(panel, panel_at, float_imm(0.0, buf.dtype)));
+    return st;
+  };
+  auto conj = [](Expr a, Expr b) { return a ? binary(BinaryOp::And, a, b) : b; };
+  auto loop = [](const std::string& v, int64_t n, Stmt body, ForKind kind = ForKind::Serial) {
+    return for_loop(v, imm(0), imm(n), kind, std::move(body));
+  };
+
+  // 1. The task's B panel in k pairs: b_p[jt, ks, pp, 2 c + e] = B[ks * uk + 2 pp + e, j0 + jt * un + c]
+  //    (a column tile's k steps consecutive: one stream of 1 KiB tiles per B register).
+  Stmt pack_b;
+  {
+    const std::string ks = names.fresh("ks"), jt = names.fresh("jt"), pp = names.fresh("pp"), c = names.fresh("c"),
+                      e = names.fresh("e");
+    Expr kv = simplify(add(add(mul(var(ks), imm(uk)), mul(var(pp), imm(2))), var(e)));
+    Expr jv = simplify(add(add(var(j0), mul(var(jt), imm(un))), var(c)));
+    Expr in_range;
+    if (s.K % uk != 0) in_range = conj(in_range, less(kv, s.K));
+    if (s.N % t.bn != 0) in_range = conj(in_range, less(jv, s.N));
+    Stmt st = packed(s.b, *bbuf, b_p, {var(jt), var(ks), var(pp), simplify(add(mul(var(c), imm(2)), var(e)))},
+                     {{s.k, kv}, {s.j, jv}}, in_range);
+    pack_b = loop(ks, nks, loop(pp, uk / 2, loop(jt, t.bn / un, loop(c, un, loop(e, 2, st, ForKind::Unrolled)))));
+  }
+
+  const std::string ib = names.fresh("ib"), jb = names.fresh("jb");
+  const Expr row0 = simplify(add(var(i0), mul(var(ib), imm(mm))));
+  // 2. A micro-row's A panel: a_p[ks, r, x] = A[row0 + r, ks * uk + x].
+  Stmt pack_a;
+  {
+    const std::string ks = names.fresh("ks"), r = names.fresh("r"), x = names.fresh("x");
+    Expr iv = simplify(add(row0, var(r)));
+    Expr kv = simplify(add(mul(var(ks), imm(uk)), var(x)));
+    Expr in_range;
+    if (s.M % mm != 0 || s.M % t.bm != 0) in_range = conj(in_range, less(iv, s.M));
+    if (s.K % uk != 0) in_range = conj(in_range, less(kv, s.K));
+    Stmt st = packed(s.a, *abuf, a_p, {var(ks), var(r), var(x)}, {{s.i, iv}, {s.k, kv}}, in_range);
+    pack_a = loop(ks, nks, loop(r, mm, loop(x, uk, st)));
+  }
+
+  // 3. A micro-tile: zero, the k steps, store (clipped at C's edges).
+  Stmt micro;
+  {
+    const std::string ks = names.fresh("ks");
+    std::vector<Stmt> zero, mma, out;
+    for (int64_t a = 0; a < tm; ++a)
+      for (int64_t c = 0; c < tn; ++c) {
+        const std::vector<Expr> tile = {imm(a), imm(c), imm(0), imm(0)};
+        zero.push_back(matrix_zero(acc, tile, um, un));
+        mma.push_back(matrix_mma_pairs(acc, tile, access(a_p, {var(ks), imm(a * um), imm(0)}, s.input),
+                                       access(b_p, {simplify(add(mul(var(jb), imm(tn)), imm(c))), var(ks), imm(0),
+                                                    imm(0)},
+                                              s.input),
+                                       um, un, uk));
+        std::vector<Expr> origin;
+        for (const std::string& v : s.batch) origin.push_back(batch_at.at(v));
+        origin.push_back(simplify(add(row0, imm(a * um))));
+        origin.push_back(simplify(add(add(var(j0), mul(var(jb), imm(mn))), imm(c * un))));
+        out.push_back(matrix_store(s.output, origin, access(acc, tile, DType::F32), um, un));
+      }
+    micro = block({block(zero), loop(ks, nks, block(mma)), block(out)});
+    if (t.bn * nnb - s.N >= mn) micro = if_then(less(simplify(add(var(j0), mul(var(jb), imm(mn)))), s.N), micro);
+  }
+  Stmt row = block({pack_a, loop(jb, t.bn / mn, micro)});
+  if (t.bm * nmb - s.M >= mm) row = if_then(less(row0, s.M), row);
+
+  Stmt body = block({pack_b, loop(ib, t.bm / mm, row)});
+  body = allocate(acc, DType::F32, {tm, tn, um, un}, MemScope::Register, body);
+  body = allocate(a_p, s.input, {nks, mm, uk}, MemScope::Local, body);
+  body = allocate(b_p, s.input, {t.bn / un, nks, uk / 2, 2 * un}, MemScope::Local, body);
+  for (size_t q = lets.size(); q-- > 0;) body = let_stmt(lets[q].first, lets[q].second, body);
+
+  LoopProgram result = p;
+  std::sort(replaced.begin(), replaced.end());
+  const size_t first = replaced.front();
+  for (size_t q = replaced.size(); q-- > 0;)
+    result.funcs.erase(result.funcs.begin() + static_cast<std::ptrdiff_t>(replaced[q]));
+  result.funcs.insert(result.funcs.begin() + static_cast<std::ptrdiff_t>(first),
+                      LoopFunc{func_name, for_loop(task, imm(0), imm(tasks), ForKind::GridX, body)});
+  return result;
+}
+
+
 } // namespace
 
 std::optional<MatrixSite> contraction_site(const Kernel& k, const ShapeBindings& b, const std::string& output,
@@ -173,7 +394,9 @@ std::optional<MatrixSite> matrix_site(const Kernel& k, const ShapeBindings& b, c
   for (const hcd::MatrixUnit& u : h.matrix_units) {
     const bool takes = std::find(u.input_dtypes.begin(), u.input_dtypes.end(), s.input) != u.input_dtypes.end();
     const bool precision = u.precision == "inputs" || (tf32 && u.precision == "tf32" && s.input == DType::F32);
-    if (takes && precision && u.accumulator == DType::F32 && u.m > 0 && u.n > 0 && u.k > 0) {
+    // Tile registers print as AMX's tdpbf16ps: 16 x 16 += 16 x 32 x 16, bf16.
+    const bool printable = !tile_registers_launch(h) || (u.m == 16 && u.n == 16 && u.k == 32 && s.input == DType::BF16);
+    if (takes && precision && printable && u.accumulator == DType::F32 && u.m > 0 && u.n > 0 && u.k > 0) {
       s.unit = u;
       s.tf32 = u.precision == "tf32";
       found = true;
@@ -187,7 +410,14 @@ std::optional<MatrixSite> matrix_site(const Kernel& k, const ShapeBindings& b, c
   return site;
 }
 
-bool dialect_issues_matrix_units(const hcd::Hcd& h) { return h.dialect != "c" && h.dialect != "opencl"; }
+bool dialect_issues_matrix_units(const hcd::Hcd& h) {
+  if (h.dialect == "opencl") return false;
+  if (h.dialect != "c") return true;
+  auto has = [&](const char* f) { return std::find(h.isa.begin(), h.isa.end(), f) != h.isa.end(); };
+  return has("amx-tile") && has("amx-bf16");
+}
+
+bool tile_registers_launch(const hcd::Hcd& h) { return h.warp_size <= 1 && h.dialect == "c"; }
 
 std::vector<MatrixSite> matrix_sites(const Kernel& k, const ShapeBindings& b, const hcd::Hcd& h) {
   std::vector<MatrixSite> out;
@@ -205,6 +435,7 @@ std::vector<MatrixSite> matrix_sites(const Kernel& k, const ShapeBindings& b, co
 }
 
 MatrixTiles matrix_tiles(const MatrixSite& s, const hcd::Hcd& h) {
+  if (tile_registers_launch(h)) return register_tiles(s, h);
   const int64_t um = s.unit.m, un = s.unit.n, uk = s.unit.k;
   const int64_t lanes = std::max(1, h.warp_size);
   MatrixTiles t;
@@ -250,6 +481,7 @@ MatrixTiles matrix_tiles(const MatrixSite& s, const hcd::Hcd& h) {
 }
 
 std::vector<std::string> matrix_reasons(const MatrixSite& s, const MatrixTiles& t, const hcd::Hcd& h) {
+  if (tile_registers_launch(h)) return register_reasons(s, t, h);
   std::vector<std::string> r;
   const int64_t lanes = std::max(1, h.warp_size);
   const int64_t wm = t.bm / t.warps_m, wn = t.bn / t.warps_n;
@@ -278,6 +510,7 @@ LoopProgram matrix_unit(const Kernel& k, const LoopProgram& p, const ShapeBindin
   std::optional<MatrixSite> site = matrix_site(k, b, h, output, tf32, &why);
   if (!site) fail(what, why);
   const MatrixSite& s = *site;
+  if (tile_registers_launch(h)) return register_launch(k, p, h, s, tiles);
   MatrixTiles t = matrix_tiles(s, h);
   const int64_t um = s.unit.m, un = s.unit.n, uk = s.unit.k;
   const int64_t lanes = std::max(1, h.warp_size);

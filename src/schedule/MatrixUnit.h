@@ -50,6 +50,8 @@ struct MatrixSite {
 
 /// The tiling of a matrix-unit launch: the block tile (bm x bn, k blocks of bk) and the
 /// warps per block along rows and columns; each warp owns (bm / warps_m) x (bn / warps_n).
+/// A tile-register launch (tile_registers_launch) uses warps_m x warps_n as the
+/// accumulator tiles of one core's micro-tile instead (tm x tn unit tiles).
 struct MatrixTiles {
   int64_t bm = 0, bn = 0, bk = 0, warps_m = 1, warps_n = 1;
 };
@@ -66,11 +68,21 @@ std::optional<MatrixSite> contraction_site(const Kernel& k, const ShapeBindings&
 std::optional<MatrixSite> matrix_site(const Kernel& k, const ShapeBindings& b, const hcd::Hcd& h,
                                       const std::string& output, bool tf32, std::string* why = nullptr);
 
-/// Whether the HCD's dialect prints matrix statements: cuda (mma.sync) and loopir (the sim
-/// interprets them). The c and opencl dialects have no matrix-unit instructions, so a CPU
-/// HCD that lists a unit (AMX on a detected host) keeps its contractions on the vector
-/// units there.
+/// Whether the HCD's dialect prints matrix statements: cuda (mma.sync), loopir (the sim
+/// interprets them), and c where the HCD's isa lists Intel AMX (amx-tile and amx-bf16:
+/// tile registers, printed as AMX instructions). opencl has no matrix-unit
+/// instructions, nor has c without AMX, so such an HCD that lists a unit keeps its
+/// contractions on the vector units.
 bool dialect_issues_matrix_units(const hcd::Hcd& h);
+
+/// Whether matrix launches on `h` are tile-register launches: single-lane cores (HCD
+/// warp_size 1) of the c dialect, whose unit is a file of 8 tile registers (Intel AMX:
+/// 16 x 16 f32 accumulators += 16 x 32 bf16 A x 32 x 16 bf16 B with B in k pairs). Per
+/// task (a block of rows x columns, one per core at a time): the B panel packed in k
+/// pairs and each 32-row A panel packed in k blocks, both in local memory, and per
+/// micro-tile of tm x tn unit tiles a k loop of matrix_mma_pairs on accumulators that
+/// stay in tile registers; stores clipped at C's edges.
+bool tile_registers_launch(const hcd::Hcd& h);
 
 /// Every statement of `k` that is a matrix-unit site on `h` at its inputs' own precision
 /// (none where the dialect cannot issue them).

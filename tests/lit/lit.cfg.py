@@ -87,6 +87,24 @@ def _device_features():
 
 config.available_features.update(_device_features())
 
+
+# `amx`: the host has Intel AMX tiles for bf16 (the cpu device's detected HCD then lists
+# the matrix unit and bf16 GEMMs run on it). Without it those tests are UNSUPPORTED, and
+# their sim counterparts under a fixed AMX HCD still run.
+def _host_amx():
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = f.read().split()
+    except OSError:
+        return False
+    return "amx_tile" in flags and "amx_bf16" in flags
+
+
+if _host_amx():
+    config.available_features.add("amx")
+else:
+    lit_config.note("no Intel AMX on this host: tests that REQUIRE amx are UNSUPPORTED")
+
 # %devices: the devices every differential test runs on, as one `--device a,b` list: those
 # of DIFF_DEVICES that `unitile devices` reports as available here. A new device joins
 # every differential test by one entry below. UNITILE_TEST_DEVICES=cpu,opencl overrides.

@@ -619,7 +619,12 @@ struct SMatrix final : SNode {
       return;
     }
     const int64_t a0 = origin(c, a, m, k, false, &ar, &ac);
-    const int64_t b0 = origin(c, b, k, n, false, &ar, &ac);
+    // B's element (x, q): row x, column q; in pairs (MmaPairs) row x / 2, column 2 q + x % 2.
+    const bool pairs = op == MatrixOp::MmaPairs;
+    const int64_t b0 = pairs ? origin(c, b, k / 2, 2 * n, false, &ar, &ac) : origin(c, b, k, n, false, &ar, &ac);
+    auto b_at = [&](int64_t x, int64_t q) {
+      return pairs ? b0 + (x / 2) * b.row_stride + 2 * q + x % 2 : b0 + x * b.row_stride + q;
+    };
     const char* abase = c.buf[a.at.slot];
     const char* bbase = c.buf[b.at.slot];
     const bool tf32 = op == MatrixOp::MmaTf32;
@@ -628,7 +633,7 @@ struct SMatrix final : SNode {
         double acc = get_float(target.storage, tb, t0 + r * ts + q);
         for (int64_t x = 0; x < k; ++x) {
           double av = get_float(a.storage, abase, a0 + r * a.row_stride + x);
-          double bv = get_float(b.storage, bbase, b0 + x * b.row_stride + q);
+          double bv = get_float(b.storage, bbase, b_at(x, q));
           if (tf32) {
             av = round_to_tf32(av);
             bv = round_to_tf32(bv);
@@ -641,7 +646,7 @@ struct SMatrix final : SNode {
       for (int64_t r = 0; r < m; ++r)
         for (int64_t x = 0; x < k; ++x) touch(a, a0 + r * a.row_stride + x, false);
       for (int64_t x = 0; x < k; ++x)
-        for (int64_t q = 0; q < n; ++q) touch(b, b0 + x * b.row_stride + q, false);
+        for (int64_t q = 0; q < n; ++q) touch(b, b_at(x, q), false);
       for (int64_t r = 0; r < m; ++r)
         for (int64_t q = 0; q < n; ++q) {
           touch(target, t0 + r * ts + q, false);

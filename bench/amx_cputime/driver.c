@@ -1,0 +1,52 @@
+/* Thread CPU time of one generated bf16 GEMM entry (compiled into this file), all its
+ * blocks run in order on the calling thread, on random bf16 inputs in [-1, 1): AMX's
+ * speed depends on the data (all-zero tiles multiply several times faster), so the
+ * inputs are those of bench/amx_cputime/onednn.cpp. See run.sh. */
+#include KERNEL_C
+#include <malloc.h>
+#include <stdio.h>
+#include <time.h>
+
+static uint16_t rnd_bf16(uint64_t* s) {
+  *s = *s * 6364136223846793005ULL + 1442695040888963407ULL;
+  float f = (float)((*s >> 40) & 0xffffff) / 8388608.0f - 1.0f;
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  return (uint16_t)(u >> 16);
+}
+static double now_ms(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return t.tv_sec * 1e3 + t.tv_nsec * 1e-6;
+}
+static int cmp(const void* a, const void* b) {
+  double x = *(const double*)a, y = *(const double*)b;
+  return x < y ? -1 : x > y;
+}
+int main(int argc, char** argv) {
+  /* As the cpu plugin does (CpuDevice.cpp): staging panels stay in the heap. */
+  mallopt(M_MMAP_THRESHOLD, 64 << 20);
+  mallopt(M_TRIM_THRESHOLD, 128 << 20);
+  long M = atol(argv[1]), N = atol(argv[2]), K = atol(argv[3]), blocks = atol(argv[4]);
+  int reps = atoi(argv[5]);
+  if (reps > 1000) reps = 1000;
+  uint16_t* A = malloc(M * K * 2);
+  uint16_t* B = malloc(K * N * 2);
+  void* C = malloc(M * N * 4);
+  uint64_t seed = 1;
+  for (long i = 0; i < M * K; ++i) A[i] = rnd_bf16(&seed);
+  for (long i = 0; i < K * N; ++i) B[i] = rnd_bf16(&seed);
+  ut_c_arg args[3];
+  args[0].p = A;
+  args[1].p = B;
+  args[2].p = C;
+  static double t[1000];
+  for (int r = 0; r <= reps; ++r) {
+    double t0 = now_ms();
+    for (long b = 0; b < blocks; ++b) ENTRY(args, (uint32_t)b, 0, 0);
+    if (r) t[r - 1] = now_ms() - t0;
+  }
+  qsort(t, reps, sizeof(double), cmp);
+  printf("unitile %ldx%ldx%ld thread-cpu ms: median %.3f min %.3f\n", M, N, K, t[reps / 2], t[0]);
+  return 0;
+}
