@@ -1,7 +1,8 @@
 // Thread-CPU-time ratio of the generated f32 GEMM (one thread, every grid block in turn)
 // to OpenBLAS cblas_sgemm on one thread, interleaved in one process (docs/PERFORMANCE.md,
-// "The AVX-512 Xeon"; it measured GEMM tilings faster than the runtime did there). Built by run.sh with the kernel's generated C
-// included; ENTRY is its entry point, GRID its number of blocks. Wall-clock time on a
+// "The AVX-512 Xeon": there it measured GEMM tilings faster than the runtime did, so
+// check a tiling through `unitile bench` too). Built by run.sh with the kernel's
+// generated C included; ENTRY is its entry point, GRID its number of blocks. Wall-clock time on a
 // loaded machine moves with the other processes; the thread's CPU time moves much less.
 #define _GNU_SOURCE
 #include <math.h>
