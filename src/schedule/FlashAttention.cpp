@@ -455,6 +455,34 @@ int64_t words(DType t) { return std::max<int64_t>(1, dtype_bytes(t) / 4); }
 int64_t shared_bytes(DType t) { return t == DType::F16 || t == DType::BF16 ? 4 : dtype_bytes(t); }
 
 // The reads of the chain that can be staged (see StagedRead), each once.
+// The lets of a flash-attention task `tv`: its leading (batch) indices, the query block
+// (causal: short and long blocks interleaved, so contiguous chunks of tasks carry equal
+// work) and the block's first row (`rows` per block); `at` maps the batch variables to
+// their lets.
+void task_lets(const AttentionSite& s, const Expr& tv, int64_t nqb, int64_t rows, const std::string& qb,
+               const std::string& i0, NameSet& names, std::vector<std::pair<std::string, Expr>>& lets,
+               std::map<std::string, Expr>& at) {
+  int64_t stride = nqb;
+  std::vector<Expr> bexpr(s.batch.size());
+  for (size_t q = s.batch.size(); q-- > 0;) {
+    Expr e = floor_div(tv, stride);
+    bexpr[q] = q == 0 ? e : mod(e, s.batch[q]);
+    stride *= s.batch[q];
+  }
+  for (size_t q = 0; q < s.batch.size(); ++q) {
+    std::string name = names.fresh(fmt::format("b{}", q));
+    lets.emplace_back(name, simplify(bexpr[q]));
+    at[batch_var(q)] = var(name);
+  }
+  Expr qt = s.batch.empty() ? tv : mod(tv, nqb);
+  if (s.causal_offset && nqb > 1) {
+    Expr half = floor_div(qt, 2);
+    qt = add(half, mul(mod(qt, 2), binary(BinaryOp::Sub, imm(nqb - 1), mul(imm(2), half))));
+  }
+  lets.emplace_back(qb, simplify(nqb == 1 ? imm(0) : qt));
+  lets.emplace_back(i0, mul(var(qb), imm(rows)));
+}
+
 std::vector<StagedRead> stageable_reads(const Chain& ch) {
   std::set<std::string> batch;
   for (size_t q = 0; q < ch.site.batch.size(); ++q) batch.insert(batch_var(q));
@@ -606,27 +634,7 @@ LoopProgram flash_attention_simt(const Kernel& k, const LoopProgram& p, const Ch
   std::vector<std::pair<std::string, Expr>> lets;
   std::map<std::string, Expr> at;
   const Expr tv = var(task);
-  {
-    int64_t stride = nqb;
-    std::vector<Expr> bexpr(s.batch.size());
-    for (size_t q = s.batch.size(); q-- > 0;) {
-      Expr e = floor_div(tv, stride);
-      bexpr[q] = q == 0 ? e : mod(e, s.batch[q]);
-      stride *= s.batch[q];
-    }
-    for (size_t q = 0; q < s.batch.size(); ++q) {
-      std::string name = names.fresh(fmt::format("b{}", q));
-      lets.emplace_back(name, simplify(bexpr[q]));
-      at[batch_var(q)] = var(name);
-    }
-    Expr qt = s.batch.empty() ? tv : mod(tv, nqb);
-    if (s.causal_offset && nqb > 1) {
-      Expr half = floor_div(qt, 2);
-      qt = add(half, mul(mod(qt, 2), binary(BinaryOp::Sub, imm(nqb - 1), mul(imm(2), half))));
-    }
-    lets.emplace_back(qb, simplify(nqb == 1 ? imm(0) : qt));
-    lets.emplace_back(i0, mul(var(qb), imm(Bq)));
-  }
+  task_lets(s, tv, nqb, Bq, qb, i0, names, lets, at);
   std::set<std::string> moving{kI, kJ, kD};
   for (size_t n = 0; n < red.size(); ++n) moving.insert(reduction_var(n));
   std::vector<std::pair<std::string, Expr>> hoisted;
@@ -1063,27 +1071,7 @@ LoopProgram flash_attention(const Kernel& k, const LoopProgram& p, const ShapeBi
   std::vector<std::pair<std::string, Expr>> lets;
   std::map<std::string, Expr> at;
   const Expr tv = var(task);
-  {
-    int64_t stride = nqb;
-    std::vector<Expr> bexpr(s.batch.size());
-    for (size_t q = s.batch.size(); q-- > 0;) {
-      Expr e = floor_div(tv, stride);
-      bexpr[q] = q == 0 ? e : mod(e, s.batch[q]);
-      stride *= s.batch[q];
-    }
-    for (size_t q = 0; q < s.batch.size(); ++q) {
-      std::string name = names.fresh(fmt::format("b{}", q));
-      lets.emplace_back(name, simplify(bexpr[q]));
-      at[batch_var(q)] = var(name);
-    }
-    Expr qt = s.batch.empty() ? tv : mod(tv, nqb);
-    if (s.causal_offset && nqb > 1) {
-      Expr half = floor_div(qt, 2);
-      qt = add(half, mul(mod(qt, 2), binary(BinaryOp::Sub, imm(nqb - 1), mul(imm(2), half))));
-    }
-    lets.emplace_back(qb, simplify(nqb == 1 ? imm(0) : qt));
-    lets.emplace_back(i0, mul(var(qb), imm(br)));
-  }
+  task_lets(s, tv, nqb, br, qb, i0, names, lets, at);
   std::set<std::string> moving{kI, kJ, kD};
   for (size_t n = 0; n < red.size(); ++n) moving.insert(reduction_var(n));
   std::vector<std::pair<std::string, Expr>> hoisted;

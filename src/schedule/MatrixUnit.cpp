@@ -65,6 +65,32 @@ private:
   std::set<std::string> taken_;
 };
 
+// The lets of a task `tv` of a blocked contraction launch: its batch indices (`batch_at`
+// maps the batch variables to them), then the first row `i0` and column `j0` of its
+// bm x bn block of C, tasks ordered batch, row block, column block.
+void task_lets(const MatrixSite& s, const Expr& tv, int64_t nmb, int64_t nnb, int64_t bm, int64_t bn, NameSet& names,
+               const std::string& i0, const std::string& j0, std::vector<std::pair<std::string, Expr>>& lets,
+               std::map<std::string, Expr>& batch_at) {
+  int64_t stride = nmb * nnb, batch = 1;
+  std::vector<Expr> bexpr(s.batch.size());
+  for (size_t q = s.batch.size(); q-- > 0;) {
+    Expr e = floor_div(tv, stride);
+    bexpr[q] = q == 0 ? e : mod(e, s.batch_extents[q]);
+    stride *= s.batch_extents[q];
+    batch *= s.batch_extents[q];
+  }
+  for (size_t q = 0; q < s.batch.size(); ++q) {
+    std::string name = names.fresh(s.batch[q]);
+    lets.emplace_back(name, simplify(bexpr[q]));
+    batch_at[s.batch[q]] = var(name);
+  }
+  Expr it = nnb == 1 ? tv : floor_div(tv, nnb);
+  if (batch > 1 || nmb == 1) it = nmb == 1 ? imm(0) : mod(it, nmb);
+  lets.emplace_back(i0, simplify(mul(it, imm(bm))));
+  lets.emplace_back(j0, simplify(nnb == 1 ? imm(0) : mul(mod(tv, nnb), imm(bn))));
+}
+
+
 // Registers one lane (thread) may use, in bytes: SIMT lanes have 32-bit registers; a
 // single-lane core has vector_registers of vector_bits.
 int64_t lane_register_bytes(const hcd::Hcd& h) {
@@ -207,25 +233,7 @@ LoopProgram register_launch(const Kernel& k, const LoopProgram& p, const hcd::Hc
 
   std::vector<std::pair<std::string, Expr>> lets;
   std::map<std::string, Expr> batch_at;
-  {
-    const Expr tv = var(task);
-    int64_t stride = nmb * nnb;
-    std::vector<Expr> bexpr(s.batch.size());
-    for (size_t q = s.batch.size(); q-- > 0;) {
-      Expr e = floor_div(tv, stride);
-      bexpr[q] = q == 0 ? e : mod(e, s.batch_extents[q]);
-      stride *= s.batch_extents[q];
-    }
-    for (size_t q = 0; q < s.batch.size(); ++q) {
-      std::string name = names.fresh(s.batch[q]);
-      lets.emplace_back(name, simplify(bexpr[q]));
-      batch_at[s.batch[q]] = var(name);
-    }
-    Expr it = nnb == 1 ? tv : floor_div(tv, nnb);
-    if (batch > 1 || nmb == 1) it = nmb == 1 ? imm(0) : mod(it, nmb);
-    lets.emplace_back(i0, simplify(mul(it, imm(t.bm))));
-    lets.emplace_back(j0, simplify(nnb == 1 ? imm(0) : mul(mod(tv, nnb), imm(t.bn))));
-  }
+  task_lets(s, var(task), nmb, nnb, t.bm, t.bn, names, i0, j0, lets, batch_at);
 
   // A copy of one operand element into a packed panel: the tensor read at `at` (its
   // row/k/column variables bound to expressions), zero where `in_range` fails.
@@ -560,25 +568,7 @@ LoopProgram matrix_unit(const Kernel& k, const LoopProgram& p, const ShapeBindin
   // Lets of the task: batch indices, the row and column block.
   std::vector<std::pair<std::string, Expr>> lets;
   std::map<std::string, Expr> batch_at;
-  {
-    const Expr tv = var(task);
-    int64_t stride = nmb * nnb;
-    std::vector<Expr> bexpr(s.batch.size());
-    for (size_t q = s.batch.size(); q-- > 0;) {
-      Expr e = floor_div(tv, stride);
-      bexpr[q] = q == 0 ? e : mod(e, s.batch_extents[q]);
-      stride *= s.batch_extents[q];
-    }
-    for (size_t q = 0; q < s.batch.size(); ++q) {
-      std::string name = names.fresh(s.batch[q]);
-      lets.emplace_back(name, simplify(bexpr[q]));
-      batch_at[s.batch[q]] = var(name);
-    }
-    Expr it = nnb == 1 ? tv : floor_div(tv, nnb);
-    if (batch > 1 || nmb == 1) it = nmb == 1 ? imm(0) : mod(it, nmb);
-    lets.emplace_back(i0, simplify(mul(it, imm(t.bm))));
-    lets.emplace_back(j0, simplify(nnb == 1 ? imm(0) : mul(mod(tv, nnb), imm(t.bn))));
-  }
+  task_lets(s, var(task), nmb, nnb, t.bm, t.bn, names, i0, j0, lets, batch_at);
 
   // A thread loop over warps (thread.y) and, for copies, one over lanes (thread.x).
   auto warp_loop = [&](const std::string& w, Stmt body) {
