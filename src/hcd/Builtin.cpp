@@ -5,16 +5,30 @@
 #include "ir/Diagnostic.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <string>
 
 namespace unitile::hcd {
 namespace {
 
 constexpr std::string_view kHostCpu = "host-cpu";
 
-const Hcd& host_cpu() {
-  // Detection reads sysfs and cpuid; the answer does not change while we run.
-  static const Hcd host = detect_host_cpu();
-  return host;
+Hcd host_cpu() {
+  // Detection reads sysfs and cpuid; the hardware does not change while we run, but the
+  // units do follow UNITILE_NUM_THREADS (usable_cpus), which a process may change between
+  // sessions (`unitile bench --threads 1,all` sets it per thread count): one detection
+  // per value seen. Before, the first value stuck, and every later thread count got
+  // schedules sized for one unit (a GEMM on two threads ran as on one).
+  static std::mutex mu;
+  static std::map<std::string, Hcd> detected;
+  const char* env = std::getenv("UNITILE_NUM_THREADS");
+  const std::string key = env ? env : "";
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = detected.find(key);
+  if (it == detected.end()) it = detected.emplace(key, detect_host_cpu()).first;
+  return it->second;
 }
 
 } // namespace

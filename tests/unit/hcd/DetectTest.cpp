@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <string>
 
 namespace unitile::hcd {
 namespace {
@@ -80,6 +82,26 @@ TEST(HcdDetect, DetectionIsStableAcrossCalls) {
   // The kernel cache and tuning database key on the hash: it must not wander.
   EXPECT_EQ(detect_host_cpu().hash(), detect_host_cpu().hash());
   EXPECT_EQ(builtin("host-cpu").hash(), detect_host_cpu().hash());
+}
+
+TEST(HcdDetect, BuiltinHostFollowsTheThreadCount) {
+  // `unitile bench --threads 1,all` changes UNITILE_NUM_THREADS between sessions in one
+  // process; each session's host HCD must count the units it will run on (the first
+  // value used to stick: a two-thread GEMM got the one-unit schedule).
+  const char* old = std::getenv("UNITILE_NUM_THREADS");
+  const std::string saved = old ? old : "";
+  unsetenv("UNITILE_NUM_THREADS");
+  const int all = builtin("host-cpu").units;
+  setenv("UNITILE_NUM_THREADS", "1", 1);
+  const Hcd one = builtin("host-cpu");
+  EXPECT_EQ(one.units, 1);
+  EXPECT_EQ(one.hash(), builtin("host-cpu").hash());
+  unsetenv("UNITILE_NUM_THREADS");
+  EXPECT_EQ(builtin("host-cpu").units, all);
+  if (all > 1) {
+    EXPECT_NE(builtin("host-cpu").hash(), one.hash());
+  }
+  if (old) setenv("UNITILE_NUM_THREADS", saved.c_str(), 1);
 }
 
 } // namespace
