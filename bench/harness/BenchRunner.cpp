@@ -28,6 +28,18 @@ double ms_since(Clock::time_point start) {
 // --quick is a smoke test, so it waits less.
 void settle(bool quick) { std::this_thread::sleep_for(std::chrono::milliseconds(quick ? 20 : 200)); }
 
+// Calls `run` until `quick ? 10 : 100` ms have passed (at least once), right before a
+// side is timed: after settle() the other cores sit idle, and on a VM the first calls
+// that wake them pay for it (a 1 ms two-thread GEMM ran at its one-thread time for the
+// first few calls, so a median of 9 read 1.6 ms where 100 runs read 0.95). Warming up by
+// time, as Triton's do_bench does, makes both sides start from busy cores.
+template <typename F> void warm_up(bool quick, F&& run) {
+  const Clock::time_point start = Clock::now();
+  do {
+    run();
+  } while (ms_since(start) < (quick ? 10.0 : 100.0));
+}
+
 } // namespace
 
 double median(std::vector<double> s) {
@@ -196,6 +208,7 @@ void BenchRunner::run_case(const BenchCase& c) {
       r.baseline_ms = *c.bytes / (*gbs * 1e9) * 1e3;
       r.note = fmt::format("checked against {}; baseline_ms = bytes at the triad bandwidth just measured", b.library);
     } else {
+      warm_up(options_.quick, [&] { (void)op->run(in_ptrs, {ref.data.data()}); });
       std::vector<double> samples;
       for (int i = 0; i < repeat; ++i) {
         const Clock::time_point start = Clock::now();
@@ -222,6 +235,7 @@ void BenchRunner::run_case(const BenchCase& c) {
                           options_.max_run_s);
   } else if (any_agreed) {
     settle(options_.quick);
+    warm_up(options_.quick, [&] { session_->run(*compiled, inputs, c.params, 0); });
     RunResult timed = session_->run(*compiled, inputs, c.params, repeat);
     unitile_ms = timed.timing->median_ms;
     runs = repeat;
