@@ -672,6 +672,12 @@ AutoSchedule auto_schedule(const Kernel& given, const ShapeBindings& b, const hc
     if (t.a_whole)
       a.reasons.push_back(fmt::format("  A packed once per parallel block ({}x{}, {}) instead of once per nc columns",
                                       t.mg, site.K, kib(t.mg * site.K * bytes)));
+    if (blocked && h.kind == hcd::DeviceKind::Cpu)
+      a.reasons.push_back(fmt::format("  prefetch: each {}x{} tile hints the next tile's {} rows of {} into the cache "
+                                      "before its reduction loop{}",
+                                      t.mr, t.nr, t.mr, site.output,
+                                      t.kc < site.K ? fmt::format(" ({} is reloaded once per kc block)", site.output)
+                                                    : ""));
     if (blocked && t.ku > 1)
       a.reasons.push_back(fmt::format("  unroll: the reduction loop in the register tile {} times by the host compiler "
                                       "({} FMAs per loop step)", t.ku, t.ku * t.mr * vectors));

@@ -205,8 +205,8 @@ LoopProgram epilogue(const LoopProgram& p, const std::string& local) {
 
   // Z takes Y's place, and the map runs where the reduction's values are final.
   Stmt body = mutate(prod.body, [&](const Stmt& x) -> Stmt {
-    if (x->kind != StmtKind::Store || x->buffer != local) return x;
-    auto n = std::make_shared<StmtNode>(*x);
+    if ((x->kind != StmtKind::Store && x->kind != StmtKind::Prefetch) || x->buffer != local) return x;
+    auto n = std::make_shared<StmtNode>(*x); // a store, or the micro-kernel's hint of the next tile
     n->buffer = z->name;
     return n;
   });
