@@ -6,6 +6,7 @@
 #include "unitile/device.h"
 #include "unitile/host_memory.h"
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -64,14 +65,21 @@ private:
   void worker();
   void drain();
 
+  // Poll `ready` for up to spin_ns_ (a pause between polls) before sleeping on a
+  // condition variable: a launch that follows within that time starts on every thread
+  // at once instead of after a futex wake-up each.
+  template <class Ready> bool spin(Ready ready) const;
+
   std::vector<std::thread> workers_;
   std::mutex one_job_; // held for a whole run(): launches from several host threads queue
   std::mutex mutex_;
   std::condition_variable wake_, done_;
   const std::function<void(uint64_t)>* job_ = nullptr;
-  uint64_t chunks_ = 0, next_ = 0, finished_ = 0;
-  uint64_t generation_ = 0;
-  bool stopping_ = false;
+  uint64_t chunks_ = 0, next_ = 0;
+  // Written under mutex_, read without it while spinning.
+  std::atomic<uint64_t> finished_{0}, generation_{0};
+  std::atomic<bool> stopping_{false};
+  int64_t spin_ns_ = 0;
 };
 
 } // namespace unitile::cpu

@@ -8,6 +8,10 @@
 
 #include <cstdint>
 #include <cstring>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
 
 namespace unitile::cpu_test {
 namespace {
@@ -146,6 +150,31 @@ TEST(CpuDevice, EveryBlockRunsOnceForAnyThreadCount) {
     check_grid(k, 1000, 1, 1);
   }
   check_grid(k, 33, 2, 1); // the affinity-mask default
+  cpu_api()->release(UT_RELEASE_KERNEL, k);
+}
+
+// Idle pool threads poll for the next launch for UNITILE_SPIN_US before sleeping:
+// launches back to back, and from several host threads at once, still run every block
+// exactly once, with the poll on (the default, and a long one) and off.
+TEST(CpuDevice, BackToBackLaunchesFromSeveralHostThreads) {
+  ASSERT_NE(cpu_api(), nullptr);
+  Compiled c(kBlockIndexSource);
+  ASSERT_EQ(c.status, UT_OK) << c.message;
+  ut_kernel* k = nullptr;
+  ut_error err{};
+  ASSERT_EQ(cpu_api()->load(c.data, c.size, "ut_entry_ids", &k, &err), UT_OK) << err.message;
+  // A new thread count makes a new pool, which reads UNITILE_SPIN_US.
+  for (auto [threads, spin] : {std::pair{"3", "0"}, std::pair{"4", "100"}, std::pair{"5", "20000"}}) {
+    ScopedEnv pool_threads("UNITILE_NUM_THREADS", threads);
+    ScopedEnv pool_spin("UNITILE_SPIN_US", spin);
+    SCOPED_TRACE(std::string(threads) + " threads, spin " + spin);
+    std::vector<std::thread> hosts;
+    for (int h = 0; h < 3; ++h)
+      hosts.emplace_back([&, h] {
+        for (int n = 0; n < 60; ++n) check_grid(k, 1 + uint32_t((n + h) % 9), 1 + uint32_t(h), 1);
+      });
+    for (std::thread& t : hosts) t.join();
+  }
   cpu_api()->release(UT_RELEASE_KERNEL, k);
 }
 
