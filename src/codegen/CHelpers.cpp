@@ -180,6 +180,26 @@ static void ut_amx_begin(void) {
 static void ut_amx_end(void) { __asm__ volatile("tilerelease" ::: "memory"); }
 )AMX";
 
+// A row of 16 f32 rounded to bf16 by AVX512-BF16's vcvtneps2bf16, for AMX tile stores
+// into bf16 (printed only where the HCD's isa lists avx512_bf16, used only under the
+// compiler's __AVX512BF16__). The same bits as ut_f32_to_bf16 (nearest even, NaNs
+// quieted) but for f32 denormals, which the instruction flushes to signed zeros, as
+// oneDNN's bf16 matmul does. One instruction where the integer rounding takes seven
+// (512^3 bf16 GEMM: 0.33 -> 0.27 ms, docs/PERFORMANCE.md). Inline assembly, like
+// ut_amx, so that no intrinsic header is needed.
+constexpr std::string_view kAmxBf16Row = R"ROW(#if defined(__AVX512BF16__)
+static inline void ut_amx_bf16_row(uint16_t* d, const float* s) {
+  typedef float ut_row_f32 __attribute__((vector_size(64)));
+  typedef uint16_t ut_row_bf16 __attribute__((vector_size(32)));
+  ut_row_f32 x;
+  ut_row_bf16 r;
+  memcpy(&x, s, sizeof x);
+  __asm__("vcvtneps2bf16 %1, %0" : "=v"(r) : "v"(x));
+  memcpy(d, &r, sizeof r);
+}
+#endif
+)ROW";
+
 const std::map<std::string, ScalarHelper, std::less<>>& scalar_helpers() {
   static const std::map<std::string, ScalarHelper, std::less<>> table = [] {
     std::map<std::string, ScalarHelper, std::less<>> t;
@@ -190,6 +210,7 @@ const std::map<std::string, ScalarHelper, std::less<>>& scalar_helpers() {
     t["ut_float_to_i64"] = {{}, std::string(kFloatToInt)};
     t["ut_shl"] = {{}, std::string(kShl)};
     t["ut_amx"] = {{}, std::string(kAmx)};
+    t["ut_amx_bf16_row"] = {{}, std::string(kAmxBf16Row)};
     t["ut_shr"] = {{}, std::string(kShr)};
     t["ut_round_f16"] = {{"ut_f16_to_f32", "ut_f32_to_f16"}, std::string(kRoundF16)};
     t["ut_round_bf16"] = {{"ut_bf16_to_f32", "ut_f32_to_bf16"}, std::string(kRoundBf16)};

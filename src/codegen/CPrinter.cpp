@@ -1588,9 +1588,21 @@ private:
       const std::string half = helpers_.need_half_lanes(DType::BF16, 16);
       line(fmt::format("if (ut_c0 + 16 <= {}) {{", int_literal(cols, true)));
       ++indent_;
+      // With AVX512-BF16 one vcvtneps2bf16 per row (CHelpers.cpp, ut_amx_bf16_row).
+      const bool cvt = std::find(hcd_.isa.begin(), hcd_.isa.end(), "avx512_bf16") != hcd_.isa.end();
+      if (cvt) {
+        helpers_.need("ut_amx_bf16_row");
+        line("#if defined(__AVX512BF16__)");
+        line(fmt::format("for (int64_t ut_r = 0; ut_r < 16 && ut_r0 + ut_r < {}; ++ut_r)", int_literal(rows, true)));
+        line(fmt::format("  ut_amx_bf16_row(&{}[ut_o + ut_r * {}], &ut_tile[ut_r * 16]);", base,
+                         int_literal(cols, true)));
+        line("#else");
+      }
       line(fmt::format("for (int64_t ut_r = 0; ut_r < 16 && ut_r0 + ut_r < {}; ++ut_r)", int_literal(rows, true)));
       line(fmt::format("  {}_store(&{}[ut_o + ut_r * {}], {}_load(&ut_tile[ut_r * 16]));", half, base,
                        int_literal(cols, true), f32));
+      if (cvt)
+        line("#endif");
       --indent_;
       line("} else {");
       ++indent_;

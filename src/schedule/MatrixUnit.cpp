@@ -256,7 +256,9 @@ LoopProgram register_launch(const Kernel& k, const LoopProgram& p, const hcd::Hc
   };
 
   // 1. The task's B panel in k pairs: b_p[jt, ks, pp, 2 c + e] = B[ks * uk + 2 pp + e, j0 + jt * un + c]
-  //    (a column tile's k steps consecutive: one stream of 1 KiB tiles per B register).
+  //    (a column tile's k steps consecutive: one stream of 1 KiB tiles per B register),
+  //    written in its own order: with the column tile innermost, consecutive stores were
+  //    a panel column (k / 2 x 64 bytes) apart (256^3: 4.4 against 3.0 us per pack).
   Stmt pack_b;
   {
     const std::string ks = names.fresh("ks"), jt = names.fresh("jt"), pp = names.fresh("pp"), c = names.fresh("c"),
@@ -268,7 +270,7 @@ LoopProgram register_launch(const Kernel& k, const LoopProgram& p, const hcd::Hc
     if (s.N % t.bn != 0) in_range = conj(in_range, less(jv, s.N));
     Stmt st = packed(s.b, *bbuf, b_p, {var(jt), var(ks), var(pp), simplify(add(mul(var(c), imm(2)), var(e)))},
                      {{s.k, kv}, {s.j, jv}}, in_range);
-    pack_b = loop(ks, nks, loop(pp, uk / 2, loop(jt, t.bn / un, loop(c, un, loop(e, 2, st, ForKind::Unrolled)))));
+    pack_b = loop(jt, t.bn / un, loop(ks, nks, loop(pp, uk / 2, loop(c, un, loop(e, 2, st, ForKind::Unrolled)))));
   }
 
   const std::string ib = names.fresh("ib"), jb = names.fresh("jb");
