@@ -551,7 +551,17 @@ std::string vector_text(const CDialect& d, DType elem, int lanes) {
     s += vector_math_f32(v, m, "__builtin_convertvector({}, " + m + ")", "(" + v + "){}",
                          "(" + m + ")({})");
   } else if (elem == DType::F32) {
-    s += fmt::format("static inline int {0}_any({1} k) {{ return any(k); }}\n", v, m);
+    // OR the halves together down to one lane: PoCL's any() on wide vectors
+    // (int16) tests the lanes one by one, in every exp.
+    s += fmt::format("static inline int {0}_any({1} k) {{\n", v, m);
+    std::string cur = "k";
+    for (int w = lanes; w > 1; w /= 2) {
+      const std::string next = fmt::format("h{}", w / 2);
+      s += w / 2 > 1 ? fmt::format("  const int{} {} = {}.lo | {}.hi;\n", w / 2, next, cur, cur)
+                     : fmt::format("  const int {} = {}.lo | {}.hi;\n", next, cur, cur);
+      cur = next;
+    }
+    s += fmt::format("  return {} != 0;\n}}\n", cur);
     s += exp2_8th_text(v, m, lanes, false);
     s += vector_math_f32(v, m, fmt::format("convert_int{}({{}})", lanes),
                          fmt::format("as_float{}({{}})", lanes),
