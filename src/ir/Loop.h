@@ -80,7 +80,7 @@ struct StmtNode {
   std::vector<Expr> indices; // Store, Prefetch
   Expr value;           // Store, Let
   DType dtype = DType::F32;      // Allocate
-  std::vector<int64_t> shape;    // Allocate
+  std::vector<int64_t> shape;    // Allocate; Prefetch of rows: {rows}
   MemScope scope = MemScope::Register; // Allocate
   MatrixOp matrix_op = MatrixOp::Zero; // Matrix (shape holds the unit's m, n[, k])
   std::vector<Stmt> body;
@@ -94,7 +94,10 @@ Stmt allocate(std::string buffer, DType t, std::vector<int64_t> shape, MemScope 
 Stmt let_stmt(std::string var, Expr value, Stmt body);
 Stmt block(std::vector<Stmt> stmts); // flattens nested blocks; one statement stays itself
 Stmt barrier();
-Stmt prefetch(std::string buffer, std::vector<Expr> indices);
+/// A hint that buffer[indices] will be read soon; rows > 1: that element's line and those
+/// of the rows - 1 rows after it along the second-last dimension (a tile's rows; `shape`
+/// holds {rows}).
+Stmt prefetch(std::string buffer, std::vector<Expr> indices, int64_t rows = 1);
 Stmt matrix_zero(std::string acc, std::vector<Expr> origin, int64_t m, int64_t n);
 /// `a` and `b` are Accesses at the operand tiles' origins.
 Stmt matrix_mma(std::string acc, std::vector<Expr> origin, Expr a, Expr b, int64_t m, int64_t n, int64_t k,

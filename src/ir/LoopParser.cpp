@@ -436,14 +436,20 @@ private:
       next();
       return barrier();
     }
-    // `prefetch NAME[indices]`; a buffer named prefetch is still stored to as prefetch[..].
+    // `prefetch NAME[indices] [rows N]`; a buffer named prefetch is still stored to as
+    // prefetch[..].
     if (t.text == "prefetch" && peek(1).text != "[") {
       next();
       const Token& name = next();
       const BufferInfo* buf = find_buffer(name.text);
       if (!buf) fail(name, fmt::format("prefetch of unknown buffer '{}'", name.text));
       std::vector<Expr> idx = parse_indices(name, *buf);
-      return prefetch(name.text, std::move(idx));
+      int64_t rows = 1;
+      if (at_keyword("rows")) {
+        next();
+        rows = expect_int("the number of rows to prefetch (an integer)");
+      }
+      return prefetch(name.text, std::move(idx), rows);
     }
     // `matrix_OP(m, n[, k]) TARGET[origin] ...`; a buffer of that name is still stored to
     // as NAME[..].

@@ -175,7 +175,11 @@ void print_stmt(std::string& out, const Stmt& s, int depth) {
     return;
   case StmtKind::Block: return; // handled above
   case StmtKind::Barrier: out += "barrier\n"; return;
-  case StmtKind::Prefetch: out += "prefetch " + print_target(s->buffer, s->indices) + "\n"; return;
+  case StmtKind::Prefetch:
+    out += "prefetch " + print_target(s->buffer, s->indices);
+    if (!s->shape.empty()) out += fmt::format(" rows {}", s->shape[0]);
+    out += "\n";
+    return;
   case StmtKind::Matrix: {
     // `matrix_mma(16, 8, 16) C[w, a, b, 0, 0] += A[r, k] * B[k, c]`
     out += fmt::format("{}({}) {}", matrix_op_name(s->matrix_op), fmt::join(s->shape, ", "),
@@ -263,7 +267,7 @@ bool equal(const Stmt& a, const Stmt& b) {
     if (a->var != b->var || !equal(a->value, b->value)) return false;
     break;
   case StmtKind::Prefetch:
-    if (a->buffer != b->buffer || !equal_exprs(a->indices, b->indices)) return false;
+    if (a->buffer != b->buffer || a->shape != b->shape || !equal_exprs(a->indices, b->indices)) return false;
     break;
   case StmtKind::Matrix:
     if (a->matrix_op != b->matrix_op || a->buffer != b->buffer || a->shape != b->shape ||

@@ -276,6 +276,10 @@ private:
       if (b->rank != s->indices.size())
         fail(fmt::format("'{}' has rank {} but is prefetched with {} indices", s->buffer, b->rank,
                          s->indices.size()));
+      if (!s->shape.empty() && (s->shape.size() != 1 || s->shape[0] < 1 || b->rank < 2))
+        fail(fmt::format("a prefetch of rows of '{}' takes one row count of at least 1 and a buffer of rank 2 or "
+                         "more",
+                         s->buffer));
       for (const Expr& i : s->indices) {
         check_expr(i);
         if (!is_index_type(i->type))

@@ -46,6 +46,7 @@ struct MatrixSite {
   DType input = DType::F32;           // A's and B's dtype
   hcd::MatrixUnit unit;               // the HCD's unit that takes it
   bool tf32 = false;                  // the unit rounds f32 operands to tf32
+  bool a_rows = false;                // A is read as A[.., i, k]: rows of k in memory
 };
 
 /// The tiling of a matrix-unit launch: the block tile (bm x bn, k blocks of bk) and the
