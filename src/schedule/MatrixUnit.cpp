@@ -196,11 +196,13 @@ MatrixTiles register_tiles(const MatrixSite& s, const hcd::Hcd& h) {
 // micro-tile read its B panel from L2 instead (512^3, one thread, thread CPU time:
 // 0.23 -> 0.20-0.21 ms; oneDNN 0.18-0.19; 256^3 0.035 -> 0.030, oneDNN 0.026).
 // Larger A blocks keep the packed panels: A from L3 in place was slower (1024^3 2.7
-// against 2.2 ms).
+// against 2.2 ms). So does a B micro-panel above two thirds of L1, which the A tiles
+// passing through would push out (the LM head, 128 x 50257 x 768: 48 KiB panels in the
+// 48 KiB L1, 25 -> 45 ms).
 bool a_in_place(const MatrixSite& s, const MatrixTiles& t, const hcd::Hcd& h) {
-  const int64_t mm = t.warps_m * s.unit.m;
-  return s.a_rows && s.M % mm == 0 && s.K % s.unit.k == 0 &&
-         t.bm * s.K * dtype_bytes(s.input) <= core_cache_bytes(h) / 2;
+  const int64_t mm = t.warps_m * s.unit.m, mn = t.warps_n * s.unit.n, bytes = dtype_bytes(s.input);
+  return s.a_rows && s.M % mm == 0 && s.K % s.unit.k == 0 && t.bm * s.K * bytes <= core_cache_bytes(h) / 2 &&
+         s.K * mn * bytes * 3 <= staging(h).second * 2;
 }
 
 std::vector<std::string> register_reasons(const MatrixSite& s, const MatrixTiles& t, const hcd::Hcd& h) {
