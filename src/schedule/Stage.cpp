@@ -174,7 +174,22 @@ Stmt stage_buffer(const LoopProgram& p, const Stmt& body, const std::string& buf
       }
     }
     constexpr int64_t kMicroPanel = 16;
-    const bool panel_order = !extents.empty() && extents.back() <= kMicroPanel && std::llabs(stride.back()) != 1;
+    // A transposing copy (the staged innermost dimension strided in the source) of a
+    // dense block, whose elements are one contiguous range of the source (an attention
+    // key tile: 32 whole rows of K), is filled in the staged order too: its source lines
+    // are adjacent whatever the order, and the writes become unit-stride. Walked in source
+    // order, LLVM (PoCL) vectorized the strided writes as scatters, a fifth of the
+    // attention kernel (256x64 on PoCL, one thread: 0.23 -> 0.20 ms; cpu unchanged).
+    bool dense = false;
+    if (!extents.empty() && std::llabs(stride.back()) != 1) {
+      std::vector<std::pair<int64_t, int64_t>> dims; // |stride|, extent of the moving dimensions
+      for (size_t n = 0; n < stride.size(); ++n)
+        if (extents[n] > 1) dims.emplace_back(std::llabs(stride[n]), extents[n]);
+      std::sort(dims.begin(), dims.end());
+      dense = !dims.empty() && dims[0].first == 1;
+      for (size_t n = 1; dense && n < dims.size(); ++n) dense = dims[n].first == dims[n - 1].first * dims[n - 1].second;
+    }
+    const bool panel_order = !extents.empty() && std::llabs(stride.back()) != 1 && (extents.back() <= kMicroPanel || dense);
     std::vector<size_t> copy_order(copy_vars.size());
     for (size_t n = 0; n < copy_order.size(); ++n) copy_order[n] = n;
     if (!panel_order)
