@@ -83,7 +83,7 @@ int run(int argc, char** argv) {
   };
   if (loop_input) {
     LoopProgram p = parse_loop_program(src);
-    verify(p);
+    verify_input(p, src.name);
     if (emit.empty()) {
       std::cout << to_string(p);
       return 0;

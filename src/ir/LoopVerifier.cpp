@@ -35,7 +35,9 @@ bool is_index_type(DType t) { return is_integer(t) || t == DType::Bool; }
 
 class LoopVerifier {
 public:
-  explicit LoopVerifier(const LoopProgram& p) : p_(p) {}
+  // `origin` empty: the program is the compiler's, and a failure an InternalError; else
+  // it was read from that file, and a failure is the user's (UserError).
+  explicit LoopVerifier(const LoopProgram& p, std::string origin = {}) : p_(p), origin_(std::move(origin)) {}
 
   void run() {
     if (p_.kernel.empty()) fail("the program has no kernel name");
@@ -70,6 +72,7 @@ private:
   };
 
   const LoopProgram& p_;
+  std::string origin_;
   const LoopFunc* func_ = nullptr;
   std::map<std::string, BufferInfo> buffers_;
   std::map<std::string, DType> params_;
@@ -79,6 +82,7 @@ private:
   [[noreturn]] void fail(const std::string& msg) const {
     std::string where = fmt::format("Loop IR of '{}'", p_.kernel);
     if (func_) where += fmt::format(", func '{}'", func_->name);
+    if (!origin_.empty()) throw UserError(fmt::format("error: {}: {}: {}", origin_, where, msg));
     internal_fail(__FILE__, __LINE__, where + ": " + msg);
   }
 
@@ -295,5 +299,7 @@ private:
 } // namespace
 
 void verify(const LoopProgram& p) { LoopVerifier(p).run(); }
+
+void verify_input(const LoopProgram& p, const std::string& origin) { LoopVerifier(p, origin).run(); }
 
 } // namespace unitile

@@ -17,4 +17,8 @@ void verify(Kernel& k, const SourceFile& src);
 /// match, grid loops outermost). A failure is the compiler's fault: InternalError.
 void verify(const LoopProgram& p);
 
+/// The same checks on a program read from `origin` (a .loop file): a failure is the
+/// input's, a UserError naming the file.
+void verify_input(const LoopProgram& p, const std::string& origin);
+
 } // namespace unitile

@@ -8,6 +8,7 @@
 #include "backends/sim/ChipReport.h"
 #include "ir/Diagnostic.h"
 #include "ir/Parser.h"
+#include "ir/Verifier.h"
 #include "runtime/Inputs.h"
 #include "runtime/KernelCache.h"
 #include "runtime/Npy.h"
@@ -72,6 +73,7 @@ int run_loop_program(const CommonOptions& co, const RunOptions& ro) {
     throw UserError("error: a .loop program runs as written on random inputs: --kernel, --shape, "
                     "--input, --param, --output-dir and --report do not apply");
   LoopProgram program = parse_loop_program(read_source_file(co.file));
+  verify_input(program, co.file);
   if (!program.params.empty())
     throw UserError(fmt::format("error: {}: programs with runtime params cannot run from a .loop "
                                 "file yet",
