@@ -1,5 +1,6 @@
 // The tuner's search: the auto-scheduler's schedule first, then a beam search over the
-// GEMM tiling of each contraction site, each candidate checked on sim, then timed; last,
+// GEMM tiling of each contraction site (and over the task block and micro-tile of each
+// contraction on tile registers, AMX), each candidate checked on sim, then timed; last,
 // the fastest few and the auto schedule are timed again in interleaved rounds, so that
 // on a noisy machine one lucky run does not pick the recorded best.
 #include "tune/Tuner.h"
@@ -9,6 +10,7 @@
 #include "runtime/OutputCheck.h"
 #include "schedule/AutoSchedule.h"
 #include "schedule/Lower.h"
+#include "schedule/MatrixUnit.h"
 
 #include <fmt/core.h>
 
@@ -103,6 +105,38 @@ std::vector<GemmTiling> neighbours(const GemmTiling& t, const GemmSite& s, int l
   add([](GemmTiling& n) { n.a_whole = !n.a_whole; });
   add([](GemmTiling& n) { n.ku = std::min<int64_t>(8, n.ku * 2); });
   add([](GemmTiling& n) { n.ku = std::max<int64_t>(1, n.ku / 2); });
+  return out;
+}
+
+// A tile-register launch's tiling (task block bm x bn, tm x tn accumulator tiles) made
+// consistent with its site: tm, tn in {1, 2} (the 8 tile registers hold at most 2 x 2
+// accumulators beside the operands), bm and bn multiples of the micro-tile and no larger
+// than the rounded-up extents. So every candidate is one the launch accepts.
+MatrixTiles normalized(MatrixTiles t, const MatrixSite& s) {
+  t.bk = s.unit.k;
+  t.warps_m = std::clamp<int64_t>(t.warps_m, 1, 2);
+  t.warps_n = std::clamp<int64_t>(t.warps_n, 1, 2);
+  const int64_t mm = t.warps_m * s.unit.m, mn = t.warps_n * s.unit.n;
+  t.bm = std::clamp(round_up(std::max<int64_t>(t.bm, 1), mm), mm, round_up(s.M, mm));
+  t.bn = std::clamp(round_up(std::max<int64_t>(t.bn, 1), mn), mn, round_up(s.N, mn));
+  return t;
+}
+
+// One step along each: the task's rows and columns by a factor of two, the accumulator
+// grid's rows and columns switched between one and two tiles.
+std::vector<MatrixTiles> neighbours(const MatrixTiles& t, const MatrixSite& s) {
+  std::vector<MatrixTiles> out;
+  auto add = [&](auto change) {
+    MatrixTiles n = t;
+    change(n);
+    out.push_back(normalized(n, s));
+  };
+  add([](MatrixTiles& n) { n.bm *= 2; });
+  add([](MatrixTiles& n) { n.bm /= 2; });
+  add([](MatrixTiles& n) { n.bn *= 2; });
+  add([](MatrixTiles& n) { n.bn /= 2; });
+  add([](MatrixTiles& n) { n.warps_m = 3 - n.warps_m; });
+  add([](MatrixTiles& n) { n.warps_n = 3 - n.warps_n; });
   return out;
 }
 
@@ -332,6 +366,64 @@ TuneResult tune_kernel(Session& device, Session& sim, TuningDatabase& db, const 
       const std::vector<Primitive> best = gemm_schedule(site, beam.front().tiling);
       current = replace_block(current, *at, length, best);
       current_ms = beam.front().ms;
+    }
+  }
+  // Contractions on tile registers: `matrix_unit C tiles BM BN BK TM TN` around the
+  // analytic tiling (the primitive's own tiles when the schedule gives them).
+  if (tile_registers_launch(hcd)) {
+    for (size_t at = 0; at < current.primitives.size() && !search.done(); ++at) {
+      const Primitive& prim = current.primitives[at];
+      if (prim.kind != PrimitiveKind::MatrixUnit)
+        continue;
+      std::optional<MatrixSite> site;
+      try {
+        site = matrix_site(k, b, hcd, prim.buffer, !prim.vars.empty());
+      } catch (const UserError&) {
+        // an unbound range: nothing to search
+      }
+      if (!site)
+        continue;
+      ++search.result.matrix_sites;
+      MatrixTiles start = prim.factors.size() == 5 ? MatrixTiles{prim.factors[0], prim.factors[1], prim.factors[2],
+                                                                 prim.factors[3], prim.factors[4]}
+                                                   : matrix_tiles(*site, hcd);
+      auto with = [&](const MatrixTiles& t) {
+        Schedule s = current;
+        s.primitives[at].factors = {t.bm, t.bn, t.bk, t.warps_m, t.warps_n};
+        return s;
+      };
+      auto id = [](const MatrixTiles& t) { return std::make_tuple(t.bm, t.bn, t.bk, t.warps_m, t.warps_n); };
+      struct Scored {
+        MatrixTiles tiles;
+        double ms;
+      };
+      std::vector<Scored> beam{{start, current_ms ? *current_ms : 1e300}};
+      std::set<std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t>> seen{id(normalized(start, *site))};
+      while (!search.done()) {
+        std::vector<MatrixTiles> round;
+        for (const Scored& s : beam)
+          for (const MatrixTiles& n : neighbours(s.tiles, *site))
+            if (seen.insert(id(n)).second)
+              round.push_back(n);
+        if (round.empty())
+          break;
+        std::vector<Scored> scored = beam;
+        for (const MatrixTiles& t : round) {
+          if (search.done())
+            break;
+          if (auto ms = search.measure(with(t)))
+            scored.push_back({t, *ms});
+        }
+        std::stable_sort(scored.begin(), scored.end(),
+                         [](const Scored& a, const Scored& c) { return a.ms < c.ms; });
+        if (scored.size() > options.beam)
+          scored.resize(options.beam);
+        beam = scored;
+      }
+      if (!beam.empty() && beam.front().ms < 1e300 && beam.front().ms < (current_ms ? *current_ms : 1e300)) {
+        current = with(beam.front().tiles);
+        current_ms = beam.front().ms;
+      }
     }
   }
   search.retime(auto_s);

@@ -43,6 +43,7 @@ struct TuneResult {
   int trials = 0;
   int retimed = 0; // re-timing measurements of the leaders and the auto schedule
   int gemm_sites = 0;
+  int matrix_sites = 0; // contractions on tile registers (AMX) whose task and micro-tile were searched
   std::optional<TuningRecord> best;
 };
 

@@ -159,6 +159,9 @@ int tune_command(const TuneOptions& o) {
     std::cout << fmt::format("kernel {} shapes {}: {} trials, {} re-timed, {} GEMM site{}, ",
                              k->name, shape_bucket(b), r.trials, r.retimed, r.gemm_sites,
                              r.gemm_sites == 1 ? "" : "s");
+    if (r.matrix_sites > 0)
+      std::cout << fmt::format("{} matrix-unit site{} on tile registers, ", r.matrix_sites,
+                               r.matrix_sites == 1 ? "" : "s");
     if (r.best)
       std::cout << fmt::format("best median {:.4g} ms over {} measurement{}, recorded in {}\n",
                                r.best->median_ms, r.best->measurements,
