@@ -302,6 +302,38 @@ private:
   std::map<std::string, Measured> measured_; // ok schedules by JSON: the re-timing's pool
 };
 
+// A beam search from `start` (measured at `start_ms`, 1e300 when it was not): each round
+// measures the neighbours of the beam not seen before (`next(t)` lists a tiling's,
+// already filtered to those that fit) as the schedules `build(t)`, and keeps the `width`
+// fastest. Returns the beam, fastest first, when the budget ends or nothing new is left.
+template <class Tiling, class Key, class Next, class Build>
+std::vector<std::pair<Tiling, double>> beam_search(Search& search, const Tiling& start, double start_ms,
+                                                   size_t width, Key key, Next next, Build build) {
+  std::vector<std::pair<Tiling, double>> beam{{start, start_ms}};
+  std::set<decltype(key(start))> seen{key(start)};
+  while (!search.done()) {
+    std::vector<Tiling> round;
+    for (const auto& b : beam)
+      for (const Tiling& n : next(b.first))
+        if (seen.insert(key(n)).second)
+          round.push_back(n);
+    if (round.empty())
+      break;
+    std::vector<std::pair<Tiling, double>> scored = beam;
+    for (const Tiling& t : round) {
+      if (search.done())
+        break;
+      if (auto ms = search.measure(build(t)))
+        scored.emplace_back(t, *ms);
+    }
+    std::stable_sort(scored.begin(), scored.end(), [](const auto& a, const auto& c) { return a.second < c.second; });
+    if (scored.size() > width)
+      scored.resize(width);
+    beam = scored;
+  }
+  return beam;
+}
+
 } // namespace
 
 TuneResult tune_kernel(Session& device, Session& sim, TuningDatabase& db, const Kernel& k,
@@ -330,42 +362,21 @@ TuneResult tune_kernel(Session& device, Session& sim, TuningDatabase& db, const 
     const size_t length = gemm_schedule(site, start).size();
     const int lanes = std::max(1, hcd.lanes_for(site.dtype));
 
-    struct Scored {
-      GemmTiling tiling;
-      double ms;
+    auto fits = [&](const GemmTiling& t) {
+      std::vector<GemmTiling> out;
+      for (const GemmTiling& n : neighbours(t, site, lanes))
+        if (gemm_tiling_fits(site, n, hcd, nullptr))
+          out.push_back(n);
+      return out;
     };
-    std::vector<Scored> beam;
-    if (current_ms)
-      beam.push_back({start, *current_ms});
-    else
-      beam.push_back({start, 1e300}); // still search around it
-    std::set<TilingId> seen{id_of(start)};
-    while (!search.done()) {
-      std::vector<GemmTiling> round;
-      for (const Scored& s : beam)
-        for (const GemmTiling& n : neighbours(s.tiling, site, lanes))
-          if (seen.insert(id_of(n)).second && gemm_tiling_fits(site, n, hcd, nullptr))
-            round.push_back(n);
-      if (round.empty())
-        break;
-      std::vector<Scored> scored = beam;
-      for (const GemmTiling& t : round) {
-        if (search.done())
-          break;
-        if (auto ms = search.measure(replace_block(current, *at, length, gemm_schedule(site, t))))
-          scored.push_back({t, *ms});
-      }
-      std::stable_sort(scored.begin(), scored.end(),
-                       [](const Scored& a, const Scored& c) { return a.ms < c.ms; });
-      if (scored.size() > options.beam)
-        scored.resize(options.beam);
-      beam = scored;
-    }
+    const auto beam = beam_search(
+        search, start, current_ms ? *current_ms : 1e300, options.beam, id_of, fits,
+        [&](const GemmTiling& t) { return replace_block(current, *at, length, gemm_schedule(site, t)); });
     // Later sites are searched with this one at its best tiling.
-    if (!beam.empty() && beam.front().ms < 1e300) {
-      const std::vector<Primitive> best = gemm_schedule(site, beam.front().tiling);
+    if (!beam.empty() && beam.front().second < 1e300) {
+      const std::vector<Primitive> best = gemm_schedule(site, beam.front().first);
       current = replace_block(current, *at, length, best);
-      current_ms = beam.front().ms;
+      current_ms = beam.front().second;
     }
   }
   // Contractions on tile registers: `matrix_unit C tiles BM BN BK TM TN` around the
@@ -393,36 +404,12 @@ TuneResult tune_kernel(Session& device, Session& sim, TuningDatabase& db, const 
         return s;
       };
       auto id = [](const MatrixTiles& t) { return std::make_tuple(t.bm, t.bn, t.bk, t.warps_m, t.warps_n); };
-      struct Scored {
-        MatrixTiles tiles;
-        double ms;
-      };
-      std::vector<Scored> beam{{start, current_ms ? *current_ms : 1e300}};
-      std::set<std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t>> seen{id(normalized(start, *site))};
-      while (!search.done()) {
-        std::vector<MatrixTiles> round;
-        for (const Scored& s : beam)
-          for (const MatrixTiles& n : neighbours(s.tiles, *site))
-            if (seen.insert(id(n)).second)
-              round.push_back(n);
-        if (round.empty())
-          break;
-        std::vector<Scored> scored = beam;
-        for (const MatrixTiles& t : round) {
-          if (search.done())
-            break;
-          if (auto ms = search.measure(with(t)))
-            scored.push_back({t, *ms});
-        }
-        std::stable_sort(scored.begin(), scored.end(),
-                         [](const Scored& a, const Scored& c) { return a.ms < c.ms; });
-        if (scored.size() > options.beam)
-          scored.resize(options.beam);
-        beam = scored;
-      }
-      if (!beam.empty() && beam.front().ms < 1e300 && beam.front().ms < (current_ms ? *current_ms : 1e300)) {
-        current = with(beam.front().tiles);
-        current_ms = beam.front().ms;
+      const auto beam = beam_search(
+          search, normalized(start, *site), current_ms ? *current_ms : 1e300, options.beam, id,
+          [&](const MatrixTiles& t) { return neighbours(t, *site); }, with);
+      if (!beam.empty() && beam.front().second < (current_ms ? *current_ms : 1e300)) {
+        current = with(beam.front().first);
+        current_ms = beam.front().second;
       }
     }
   }
