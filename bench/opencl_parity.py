@@ -9,6 +9,10 @@ all rounds (less exposed to other load). Prints a Markdown table for docs/PERFOR
                            [--only SUBSTRING]
 
 A file of "op:NAME" is a library op; its shapes are the inputs' (--shape X=1024x1024).
+
+--large runs every kernel on four times the rows (or the sequence), 1-8 ms a launch
+instead of 0.2-1.6 ms: on two or more cores PoCL wakes its worker threads per launch and
+hands out work-groups in chunks sized by time, which short launches do not amortize.
 """
 import argparse
 import os
@@ -38,6 +42,23 @@ KERNELS = [
 ]
 
 
+# --large: the same kernels with four times the rows (or sequence length).
+LARGE = {
+    "matmul 256": ("matmul 1024", "M=1024,K=256,N=256"),
+    "matmul 512": ("matmul 2048x512x512", "M=2048,K=512,N=512"),
+    "softmax 1024x1024": ("softmax 4096x1024", "N=4096,D=1024"),
+    "layernorm 1024x1024": ("layernorm 4096x1024", "N=4096,D=1024"),
+    "attention 256x64": ("attention 1024x64", "N=1024,D=64"),
+    "elementwise chain 1024x1024": ("elementwise chain 4096x1024", "M=4096,N=1024"),
+    "op:matmul 384x512x256": ("op:matmul 1536x512x256", "A=1536x512,B=512x256"),
+    "op:softmax 1024x1024": ("op:softmax 4096x1024", "X=4096x1024"),
+    "op:layernorm 1024x1024": ("op:layernorm 4096x1024", "X=4096x1024,Scale=1024,B=1024"),
+    "op:gelu 1024x1024": ("op:gelu 4096x1024", "X=4096x1024"),
+    "op:scaled_dot_product_attention 1x4x256x64": ("op:scaled_dot_product_attention 1x4x1024x64",
+                                                   "Q=1x4x1024x64,K=1x4x1024x64,V=1x4x1024x64"),
+}
+
+
 def source(path, subst, tmp):
     if path.startswith("op:"):
         return path
@@ -57,12 +78,15 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--repeat", type=int, default=20)
     ap.add_argument("--only", default="", help="only the kernels whose name contains this")
+    ap.add_argument("--large", action="store_true", help="four times the rows (see above)")
     args = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="opencl-parity-")
     print(f"load average before: {os.getloadavg()[0]:.1f}")
     print("| kernel | cpu median ms | opencl median ms | opencl speed vs cpu | same, of the minimums |")
     print("|---|---|---|---|---|")
     for name, path, kernel, shapes, extra, subst in KERNELS:
+        if args.large:
+            name, shapes = LARGE[name]
         if args.only not in name:
             continue
         f = source(path, subst, tmp)
