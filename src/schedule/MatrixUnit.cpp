@@ -38,6 +38,15 @@ const ExprNode* operand_access(const Expr& e) {
   return x;
 }
 
+// The site statement's (first) read of `tensor`.
+const ExprNode* site_read(const Kernel& k, const MatrixSite& s, const std::string& tensor) {
+  const ExprNode* read = nullptr;
+  visit(k.body[s.statement].value, [&](const Expr& e) {
+    if (e->kind == ExprKind::Access && e->name == tensor && !read) read = e.get();
+  });
+  return read;
+}
+
 bool indexes(const ExprNode* a, const std::string& v) {
   for (const Expr& i : a->operands)
     if (i->name == v) return true;
@@ -285,10 +294,7 @@ LoopProgram register_launch(const Kernel& k, const LoopProgram& p, const hcd::Hc
   // row/k/column variables bound to expressions), zero where `in_range` fails.
   auto packed = [&](const std::string& tensor, const LoopBuffer& buf, const std::string& panel,
                     std::vector<Expr> panel_at, std::map<std::string, Expr> at, Expr in_range) {
-    const ExprNode* read = nullptr;
-    visit(k.body[s.statement].value, [&](const Expr& e) {
-      if (e->kind == ExprKind::Access && e->name == tensor && !read) read = e.get();
-    });
+    const ExprNode* read = site_read(k, s, tensor);
     for (const auto& [v, e] : batch_at) at[v] = e;
     std::vector<Expr> idx;
     for (const Expr& i : read->operands) idx.push_back(simplify(at.at(i->name)));
@@ -327,10 +333,7 @@ LoopProgram register_launch(const Kernel& k, const LoopProgram& p, const hcd::Hc
                                     panel_of(less(jv, s.N)))
                      : panel_of(nullptr);
     // A's tile at (row, k step): its read with i and k bound, batch indices as the task's.
-    const ExprNode* aread = nullptr;
-    visit(k.body[s.statement].value, [&](const Expr& x) {
-      if (x->kind == ExprKind::Access && x->name == s.a && !aread) aread = x.get();
-    });
+    const ExprNode* aread = site_read(k, s, s.a);
     auto a_at = [&](Expr row, Expr kk) {
       std::vector<Expr> idx;
       for (const Expr& i : aread->operands)
@@ -387,24 +390,21 @@ LoopProgram register_launch(const Kernel& k, const LoopProgram& p, const hcd::Hc
     Expr k_range = s.K % uk != 0 ? less(kv, s.K) : Expr();
     // The copy of column tile `jt` at one k pair (ks, pp): 2 x un elements, zero where
     // `in_range` fails (ragged: a column test on top of the k test).
+    auto column = [&](const Expr& jt) { return simplify(add(add(var(j0), mul(jt, imm(un))), var(c))); };
     auto copy = [&](Expr jt, Expr in_range) {
-      Expr jv = simplify(add(add(var(j0), mul(jt, imm(un))), var(c)));
       Stmt st = packed(s.b, *bbuf, b_p, {simplify(jt), var(ks), var(pp), simplify(add(mul(var(c), imm(2)), var(e)))},
-                       {{s.k, kv}, {s.j, jv}}, in_range);
+                       {{s.k, kv}, {s.j, column(jt)}}, in_range);
       return loop(c, un, loop(e, 2, st, ForKind::Unrolled));
     };
-    auto ragged = [&](Expr jt) { return conj(k_range, less(simplify(add(add(var(j0), mul(jt, imm(un))), var(c))), s.N)); };
+    auto ragged = [&](const Expr& jt) { return conj(k_range, less(column(jt), s.N)); };
 
     // B read as B[.., k, j] with rows a page or more apart (N >= 2048 bf16): the panel is
     // copied a k pair at a time across all its column tiles (each row's bn columns one
     // contiguous run), the pair two pairs ahead hinted. Column tile by column tile, each
     // 64-byte piece of a row is in a different page from the last, and its miss is not
     // overlapped: 128 x 50257 x 768 bf16 (one thread, thread CPU time, 3 alternating
-    // rounds) 21.5-24.3 ms that way, 20.6-21.8 this way (21.4-23.9 without the hints).
-    const ExprNode* bread = nullptr;
-    visit(k.body[s.statement].value, [&](const Expr& x) {
-      if (x->kind == ExprKind::Access && x->name == s.b && !bread) bread = x.get();
-    });
+    // rounds) 21.5-24.4 ms that way, 20.6-22.3 this way (20.8-23.9 without the hints).
+    const ExprNode* bread = site_read(k, s, s.b);
     const size_t br = bread->operands.size();
     if (br >= 2 && bread->operands[br - 1]->name == s.j && bread->operands[br - 2]->name == s.k &&
         s.N * dtype_bytes(s.input) >= 4096) {
@@ -766,10 +766,7 @@ LoopProgram matrix_unit(const Kernel& k, const LoopProgram& p, const ShapeBindin
   auto copy_tile = [&](const std::string& tensor, const LoopBuffer& buf, const std::string& staged, int64_t rows,
                        int64_t cols, const std::string& row_var, Expr row0, int64_t row_extent,
                        const std::string& col_var, Expr col0, int64_t col_extent) {
-    const ExprNode* read = nullptr;
-    visit(k.body[s.statement].value, [&](const Expr& e) {
-      if (e->kind == ExprKind::Access && e->name == tensor && !read) read = e.get();
-    });
+    const ExprNode* read = site_read(k, s, tensor);
     const bool rows_fast = read->operands.back()->name == row_var;
     const std::string e = names.fresh("e"), r = names.fresh("r"), c = names.fresh("c"), q = names.fresh("q");
     const int64_t total = rows * cols, steps = ceil_div(total, threads);
