@@ -10,7 +10,7 @@ all rounds (less exposed to other load). Prints a Markdown table for docs/PERFOR
 
 A file of "op:NAME" is a library op; its shapes are the inputs' (--shape X=1024x1024).
 
---large runs every kernel on four times the rows (or the sequence), 1-8 ms a launch
+--large runs every kernel on four times the rows (or the sequence), 0.3-6 ms a launch
 instead of 0.2-1.6 ms: on two or more cores PoCL wakes its worker threads per launch and
 hands out work-groups in chunks sized by time, which short launches do not amortize.
 """
@@ -44,7 +44,7 @@ KERNELS = [
 
 # --large: the same kernels with four times the rows (or sequence length).
 LARGE = {
-    "matmul 256": ("matmul 1024", "M=1024,K=256,N=256"),
+    "matmul 256": ("matmul 1024x256x256", "M=1024,K=256,N=256"),
     "matmul 512": ("matmul 2048x512x512", "M=2048,K=512,N=512"),
     "softmax 1024x1024": ("softmax 4096x1024", "N=4096,D=1024"),
     "layernorm 1024x1024": ("layernorm 4096x1024", "N=4096,D=1024"),
