@@ -11,8 +11,8 @@ all rounds (less exposed to other load). Prints a Markdown table for docs/PERFOR
 A file of "op:NAME" is a library op; its shapes are the inputs' (--shape X=1024x1024).
 
 --large runs every kernel on four times the rows (or the sequence), 0.3-6 ms a launch
-instead of 0.2-1.6 ms: on two or more cores PoCL wakes its worker threads per launch and
-hands out work-groups in chunks sized by time, which short launches do not amortize.
+instead of 0.2-1.6 ms: on two or more cores PoCL wakes its sleeping worker threads per
+launch, a cost that short launches do not amortize (docs/PERFORMANCE.md).
 """
 import argparse
 import os
