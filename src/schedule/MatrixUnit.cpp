@@ -201,6 +201,11 @@ Stmt full_columns(const Expr& end, int64_t n, Stmt full, Stmt ragged) {
   return if_then(less(simplify(end), n + 1), std::move(full), std::move(ragged));
 }
 
+// Whether B is read as B[.., k, j] with rows a page or more apart (N >= 2048 bf16), so
+// that a narrow piece of each row is a new page per row: its misses are not overlapped
+// unless the loads are hinted ahead.
+bool b_rows_far(const MatrixSite& s) { return s.b_rows && s.N * dtype_bytes(s.input) >= 4096; }
+
 // Whether a task reads its A tiles in place instead of packing A panels: A is read as
 // A[.., i, k] (a tile is 16 rows of 64 bytes at A's row stride), M and K are whole
 // micro-tiles and k steps (nothing to pad with zeros), and the task's A block, bm x K,
@@ -213,12 +218,16 @@ Stmt full_columns(const Expr& end, int64_t n, Stmt full, Stmt ragged) {
 // 0.23 -> 0.20-0.21 ms; oneDNN 0.18-0.19; 256^3 0.035 -> 0.030, oneDNN 0.026).
 // Larger A blocks keep the packed panels: A from L3 in place was slower (1024^3 2.7
 // against 2.2 ms). So does a B micro-panel above two thirds of L1, which the A tiles
-// passing through would push out (the LM head, 128 x 50257 x 768: 48 KiB panels in the
-// 48 KiB L1, 25 -> 45 ms).
+// passing through would push out, unless B's rows are far apart (b_rows_far) and the
+// micro-panel fits L1: then each pack hints the next micro-panel's rows, which arrive
+// while this one's micro-rows run (the LM head, 128 x 50257 x 768 bf16, 48 KiB
+// micro-panels in the 48 KiB L1: two threads 9.8-12.9 -> 8.0-8.3 ms; B panels above L1,
+// K = 1024-4096, were 5-25% slower this way).
 bool a_in_place(const MatrixSite& s, const MatrixTiles& t, const hcd::Hcd& h) {
   const int64_t mm = t.warps_m * s.unit.m, mn = t.warps_n * s.unit.n, bytes = dtype_bytes(s.input);
+  const int64_t panel = s.K * mn * bytes, l1 = staging(h).second;
   return s.a_rows && s.M % mm == 0 && s.K % s.unit.k == 0 && t.bm * s.K * bytes <= core_cache_bytes(h) / 2 &&
-         s.K * mn * bytes * 3 <= staging(h).second * 2;
+         (panel * 3 <= l1 * 2 || (b_rows_far(s) && panel <= l1));
 }
 
 std::vector<std::string> register_reasons(const MatrixSite& s, const MatrixTiles& t, const hcd::Hcd& h) {
@@ -237,6 +246,8 @@ std::vector<std::string> register_reasons(const MatrixSite& s, const MatrixTiles
                             "L1 while every micro-row passes; A read in place (block {}x{}, {} of the core's {})",
                             kp, tn * s.unit.n, kib(kp * tn * s.unit.n * dtype_bytes(s.input)), t.bm, s.K,
                             kib(t.bm * s.K * dtype_bytes(s.input)), kib(core_cache_bytes(h))));
+  if (a_in_place(s, t, h) && b_rows_far(s) && t.bn / (tn * s.unit.n) > 1)
+    r.push_back(fmt::format("  B rows {} bytes apart: each pack hints the next micro-panel's rows", s.N * dtype_bytes(s.input)));
   else
     r.push_back(fmt::format("  local: B panel {}x{} in k pairs {} of the core's {}, A panel {}x{} {}", kp, t.bn,
                             kib(kp * t.bn * dtype_bytes(s.input)), kib(core_cache_bytes(h)), tm * s.unit.m, kp,
@@ -319,12 +330,33 @@ LoopProgram register_launch(const Kernel& k, const LoopProgram& p, const hcd::Hc
                       e = names.fresh("e");
     Expr kv = simplify(add(add(mul(var(ks), imm(uk)), mul(var(pp), imm(2))), var(e)));
     Expr jv = simplify(add(add(add(var(j0), mul(var(jb), imm(mn))), mul(var(half), imm(un))), var(c)));
+    // B's rows far apart (b_rows_far): each k pair's copy hints the same two rows of the
+    // next column micro-panel, the mn columns after these in the same pages, at both ends
+    // (the piece may straddle two lines); they arrive while this micro-panel's micro-rows
+    // run. Without the hints every row of a micro-panel misses on its own, one page after
+    // another (128 x 50257 x 768 bf16, two threads: docs/PERFORMANCE.md, bf16 round 5).
+    Stmt hint;
+    if (b_rows_far(s) && t.bn / mn > 1) {
+      const ExprNode* bread = site_read(k, s, s.b);
+      Expr next = simplify(add(var(j0), mul(add(var(jb), imm(1)), imm(mn))));
+      auto b_at = [&](const Expr& col) {
+        std::vector<Expr> idx;
+        for (const Expr& i : bread->operands)
+          idx.push_back(i->name == s.k   ? simplify(add(mul(var(ks), imm(uk)), mul(var(pp), imm(2))))
+                        : i->name == s.j ? simplify(col)
+                                         : batch_at.at(i->name));
+        return idx;
+      };
+      hint = if_then(conj(less(simplify(add(var(jb), imm(1))), t.bn / mn), less(simplify(add(next, imm(mn))), s.N + 1)),
+                     block({prefetch(s.b, b_at(next), 2), prefetch(s.b, b_at(add(next, imm(mn - 1))), 2)}));
+    }
     auto panel_of = [&](Expr in_range) {
       Stmt st = packed(s.b, *bbuf, b_p, {var(half), var(ks), var(pp), simplify(add(mul(var(c), imm(2)), var(e)))},
                        {{s.k, kv}, {s.j, jv}}, in_range);
-      return loop(ks, nks,
-                  loop(pp, uk / 2, loop(half, tn, loop(c, un, loop(e, 2, st, ForKind::Unrolled)),
-                                        tn > 1 ? ForKind::Unrolled : ForKind::Serial)));
+      Stmt pair = loop(half, tn, loop(c, un, loop(e, 2, st, ForKind::Unrolled)),
+                       tn > 1 ? ForKind::Unrolled : ForKind::Serial);
+      if (hint && !in_range) pair = block({hint, pair});
+      return loop(ks, nks, loop(pp, uk / 2, pair));
     };
     // Only the last micro-panel of a ragged N needs the column test; the others copy
     // unguarded, which the C compiler vectorizes (see full_columns).
@@ -405,9 +437,7 @@ LoopProgram register_launch(const Kernel& k, const LoopProgram& p, const hcd::Hc
     // overlapped: 128 x 50257 x 768 bf16 (one thread, thread CPU time, 3 alternating
     // rounds) 21.5-24.4 ms that way, 20.6-22.3 this way (20.8-23.9 without the hints).
     const ExprNode* bread = site_read(k, s, s.b);
-    const size_t br = bread->operands.size();
-    if (br >= 2 && bread->operands[br - 1]->name == s.j && bread->operands[br - 2]->name == s.k &&
-        s.N * dtype_bytes(s.input) >= 4096) {
+    if (b_rows_far(s)) {
       const std::string jt = names.fresh("jt");
       Stmt tile = s.N % t.bn != 0 ? full_columns(add(var(j0), mul(add(var(jt), imm(1)), imm(un))), s.N,
                                                  copy(var(jt), k_range), copy(var(jt), ragged(var(jt))))
@@ -542,6 +572,8 @@ std::optional<MatrixSite> contraction_site(const Kernel& k, const ShapeBindings&
   s.b = y->name;
   const size_t ar = x->operands.size();
   s.a_rows = ar >= 2 && x->operands[ar - 1]->name == s.k && x->operands[ar - 2]->name == s.i;
+  const size_t br = y->operands.size();
+  s.b_rows = br >= 2 && y->operands[br - 1]->name == s.j && y->operands[br - 2]->name == s.k;
   const TensorDecl* ta = k.find_tensor(s.a);
   const TensorDecl* tb = k.find_tensor(s.b);
   const TensorDecl* tc = k.find_tensor(output);

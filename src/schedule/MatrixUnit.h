@@ -47,6 +47,7 @@ struct MatrixSite {
   hcd::MatrixUnit unit;               // the HCD's unit that takes it
   bool tf32 = false;                  // the unit rounds f32 operands to tf32
   bool a_rows = false;                // A is read as A[.., i, k]: rows of k in memory
+  bool b_rows = false;                // B is read as B[.., k, j]: rows of j in memory
 };
 
 /// The tiling of a matrix-unit launch: the block tile (bm x bn, k blocks of bk) and the
