@@ -7,22 +7,7 @@
 #include <stdio.h>
 #include <time.h>
 
-static uint16_t rnd_bf16(uint64_t* s) {
-  *s = *s * 6364136223846793005ULL + 1442695040888963407ULL;
-  float f = (float)((*s >> 40) & 0xffffff) / 8388608.0f - 1.0f;
-  uint32_t u;
-  memcpy(&u, &f, 4);
-  return (uint16_t)(u >> 16);
-}
-static double now_ms(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-  return t.tv_sec * 1e3 + t.tv_nsec * 1e-6;
-}
-static int cmp(const void* a, const void* b) {
-  double x = *(const double*)a, y = *(const double*)b;
-  return x < y ? -1 : x > y;
-}
+#include "driver_common.h"
 int main(int argc, char** argv) {
   /* As the cpu plugin does (CpuDevice.cpp): staging panels stay in the heap. */
   mallopt(M_MMAP_THRESHOLD, 64 << 20);
@@ -42,11 +27,11 @@ int main(int argc, char** argv) {
   args[2].p = C;
   static double t[1000];
   for (int r = 0; r <= reps; ++r) {
-    double t0 = now_ms();
+    double t0 = clock_ms(CLOCK_THREAD_CPUTIME_ID);
     for (long b = 0; b < blocks; ++b) ENTRY(args, (uint32_t)b, 0, 0);
-    if (r) t[r - 1] = now_ms() - t0;
+    if (r) t[r - 1] = clock_ms(CLOCK_THREAD_CPUTIME_ID) - t0;
   }
-  qsort(t, reps, sizeof(double), cmp);
+  qsort(t, reps, sizeof(double), cmp_double);
   printf("unitile %ldx%ldx%ld thread-cpu ms: median %.3f min %.3f\n", M, N, K, t[reps / 2], t[0]);
   return 0;
 }

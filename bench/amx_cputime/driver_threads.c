@@ -13,22 +13,7 @@
 #include <stdio.h>
 #include <time.h>
 
-static uint16_t rnd_bf16(uint64_t* s) {
-  *s = *s * 6364136223846793005ULL + 1442695040888963407ULL;
-  float f = (float)((*s >> 40) & 0xffffff) / 8388608.0f - 1.0f;
-  uint32_t u;
-  memcpy(&u, &f, 4);
-  return (uint16_t)(u >> 16);
-}
-static double now_ms(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return t.tv_sec * 1e3 + t.tv_nsec * 1e-6;
-}
-static int cmp(const void* a, const void* b) {
-  double x = *(const double*)a, y = *(const double*)b;
-  return x < y ? -1 : x > y;
-}
+#include "driver_common.h"
 
 static ut_c_arg args[3];
 static long blocks, chunks;
@@ -84,18 +69,18 @@ int main(int argc, char** argv) {
   for (int t = 1; t < threads; ++t) pthread_create(&th, NULL, worker, NULL);
   static double ms[1000];
   for (int r = 0; r <= reps; ++r) {
-    double t0 = now_ms();
+    double t0 = clock_ms(CLOCK_MONOTONIC);
     atomic_store(&finished, 0);
     atomic_store(&next_chunk, 0);
     atomic_fetch_add(&generation, 1);
     run_chunks();
     while (atomic_load(&finished) < threads - 1) {
     }
-    if (r) ms[r - 1] = now_ms() - t0;
+    if (r) ms[r - 1] = clock_ms(CLOCK_MONOTONIC) - t0;
   }
   uint64_t h = 1469598103934665603ULL; /* FNV-1a of C's first M x N 16-bit words */
   for (long i = 0; i < M * N; ++i) h = (h ^ C[i]) * 1099511628211ULL;
-  qsort(ms, reps, sizeof(double), cmp);
+  qsort(ms, reps, sizeof(double), cmp_double);
   printf("%ldx%ldx%ld threads %d wall ms: median %.3f min %.3f (C hash %016llx)\n", M, N, K, threads, ms[reps / 2],
          ms[0], (unsigned long long)h);
   return 0;
