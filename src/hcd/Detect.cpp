@@ -215,13 +215,17 @@ IsaInfo detect_isa() { return IsaInfo{}; }
 // Rough costs the OS does not report, as bytes per cycle (bandwidth seen by one core)
 // and cycles (load-to-use latency) per cache level. ESTIMATES, typical of recent
 // x86-64 and Arm server cores; the tuner measures, these only seed the analytic model.
+// L1 serves two vector loads and one vector store a cycle (Intel since Haswell, AMD
+// since Zen 2, Arm Neoverse): 192 bytes with 512-bit vectors. A flat 64 bytes made the
+// sim chip model call AVX-512 GEMMs and convolutions L1-bound at 1.9-3.2x their
+// measured time (docs/PERFORMANCE.md, "sim chip model accuracy").
 struct CacheEstimate {
   double bytes_per_cycle;
   double latency_cycles;
 };
-CacheEstimate cache_estimate(int level) {
+CacheEstimate cache_estimate(int level, int vector_bits) {
   switch (level) {
-  case 1: return {64, 5};
+  case 1: return {3.0 * vector_bits / 8, 5};
   case 2: return {32, 14};
   case 3: return {16, 50};
   default: return {8, 100};
@@ -230,7 +234,7 @@ CacheEstimate cache_estimate(int level) {
 
 double round2(double v) { return std::round(v * 100) / 100; }
 
-std::vector<MemoryLevel> detect_caches(double ghz) {
+std::vector<MemoryLevel> detect_caches(double ghz, int vector_bits) {
   std::vector<std::pair<int, MemoryLevel>> found;
   for (int index = 0; index < 16; ++index) {
     std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index) + "/";
@@ -248,7 +252,7 @@ std::vector<MemoryLevel> detect_caches(double ghz) {
     m.line_bytes = line > 0 ? line : 64;
     m.shared_by = std::max(1, count_cpu_list(read_line(dir + "shared_cpu_list")));
     m.scope = m.shared_by > 1 ? "shared" : "local";
-    CacheEstimate e = cache_estimate(level);
+    CacheEstimate e = cache_estimate(level, vector_bits);
     m.bandwidth_gbps = round2(e.bytes_per_cycle * ghz);
     m.latency_ns = round2(e.latency_cycles / ghz);
     found.emplace_back(level, m);
@@ -311,7 +315,7 @@ Hcd detect_host_cpu() {
     h.peak_gflops[DType::BF16] = round2(ghz * 1024 * h.units);
   }
 
-  h.memory = detect_caches(ghz);
+  h.memory = detect_caches(ghz, h.vector_bits);
   h.memory.push_back(detect_dram(h.units));
 
   h.max_block = {1, 1, 1};
