@@ -925,7 +925,13 @@ AutoSchedule auto_schedule(const Kernel& given, const ShapeBindings& b, const hc
   p = lower(s);
   if (h.kind == hcd::DeviceKind::Cpu) {
     for (const LoopFunc& f : p.funcs) {
-      const Stmt& outer = f.body;
+      // The innermost two loops of a perfect nest (a batched transpose's batch loops
+      // stay outside the tiles).
+      const Stmt* at = &f.body;
+      while ((*at)->kind == StmtKind::For && (*at)->body.size() == 1 && (*at)->body[0]->kind == StmtKind::For &&
+             (*at)->body[0]->body.size() == 1 && (*at)->body[0]->body[0]->kind == StmtKind::For)
+        at = &(*at)->body[0];
+      const Stmt& outer = *at;
       if (outer->kind != StmtKind::For || outer->body.size() != 1 ||
           (outer->for_kind != ForKind::GridX && outer->for_kind != ForKind::Parallel &&
            outer->for_kind != ForKind::Serial))
