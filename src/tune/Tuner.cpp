@@ -1,8 +1,9 @@
 // The tuner's search: the auto-scheduler's schedule first, then a beam search over the
 // GEMM tiling of each contraction site (and over the task block and micro-tile of each
-// contraction on tile registers, AMX), each candidate checked on sim, then timed; last,
-// the fastest few and the auto schedule are timed again in interleaved rounds, so that
-// on a noisy machine one lucky run does not pick the recorded best.
+// contraction on tile registers, AMX, and the factors of each `tile`), each candidate
+// checked on sim, then timed; last, the fastest few and the auto schedule are timed
+// again in interleaved rounds, so that on a noisy machine one lucky run does not pick
+// the recorded best.
 #include "tune/Tuner.h"
 
 #include "ir/Diagnostic.h"
@@ -411,6 +412,39 @@ TuneResult tune_kernel(Session& device, Session& sim, TuningDatabase& db, const 
         current = with(beam.front().first);
         current_ms = beam.front().second;
       }
+    }
+  }
+  // Tiled nests (`tile a Fa, b Fb`, a transposing map's): each factor doubled or halved
+  // around the auto-scheduler's, from one up to the loop's extent (a larger factor is the
+  // same tile as the extent).
+  for (size_t at = 0; at < current.primitives.size() && !search.done(); ++at) {
+    const Primitive& prim = current.primitives[at];
+    if (prim.kind != PrimitiveKind::Tile)
+      continue;
+    ++search.result.tiled_nests;
+    using Factors = std::vector<int64_t>;
+    auto with = [&](const Factors& f) {
+      Schedule s = current;
+      s.primitives[at].factors = f;
+      return s;
+    };
+    auto next = [](const Factors& f) {
+      std::vector<Factors> out;
+      for (size_t d = 0; d < f.size(); ++d)
+        for (int64_t n : {f[d] * 2, f[d] / 2})
+          if (n >= 1 && n <= 4096) {
+            Factors g = f;
+            g[d] = n;
+            out.push_back(g);
+          }
+      return out;
+    };
+    const auto beam = beam_search(
+        search, prim.factors, current_ms ? *current_ms : 1e300, options.beam, [](const Factors& f) { return f; }, next,
+        with);
+    if (!beam.empty() && beam.front().second < (current_ms ? *current_ms : 1e300)) {
+      current = with(beam.front().first);
+      current_ms = beam.front().second;
     }
   }
   search.retime(auto_s);

@@ -44,6 +44,7 @@ struct TuneResult {
   int retimed = 0; // re-timing measurements of the leaders and the auto schedule
   int gemm_sites = 0;
   int matrix_sites = 0; // contractions on tile registers (AMX) whose task and micro-tile were searched
+  int tiled_nests = 0;  // `tile` primitives of the auto schedule whose factors were searched
   std::optional<TuningRecord> best;
 };
 

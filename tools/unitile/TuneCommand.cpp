@@ -162,6 +162,8 @@ int tune_command(const TuneOptions& o) {
     if (r.matrix_sites > 0)
       std::cout << fmt::format("{} matrix-unit site{} on tile registers, ", r.matrix_sites,
                                r.matrix_sites == 1 ? "" : "s");
+    if (r.tiled_nests > 0)
+      std::cout << fmt::format("{} tiled nest{}, ", r.tiled_nests, r.tiled_nests == 1 ? "" : "s");
     if (r.best)
       std::cout << fmt::format("best median {:.4g} ms over {} measurement{}, recorded in {}\n",
                                r.best->median_ms, r.best->measurements,
