@@ -221,7 +221,7 @@ bool b_rows_far(const MatrixSite& s) { return s.b_rows && s.N * dtype_bytes(s.in
 // passing through would push out, unless B's rows are far apart (b_rows_far) and the
 // micro-panel fits L1: then each pack hints the next micro-panel's rows, which arrive
 // while this one's micro-rows run (the LM head, 128 x 50257 x 768 bf16, 48 KiB
-// micro-panels in the 48 KiB L1: two threads 9.8-12.9 -> 8.0-8.3 ms; B panels above L1,
+// micro-panels in the 48 KiB L1: two threads 10.3-10.7 -> 9.1-9.6 ms; B panels above L1,
 // K = 1024-4096, were 5-25% slower this way).
 bool a_in_place(const MatrixSite& s, const MatrixTiles& t, const hcd::Hcd& h) {
   const int64_t mm = t.warps_m * s.unit.m, mn = t.warps_n * s.unit.n, bytes = dtype_bytes(s.input);
@@ -241,14 +241,15 @@ std::vector<std::string> register_reasons(const MatrixSite& s, const MatrixTiles
   r.push_back(fmt::format("  micro-tile {}x{}: {} x {} accumulator tiles (tmm0-{}), {} A and {} B tiles per k step of "
                           "{} (tmm4-7)",
                           tm * s.unit.m, tn * s.unit.n, tm, tn, tm * tn - 1, tm, tn, s.unit.k));
-  if (a_in_place(s, t, h))
+  if (a_in_place(s, t, h)) {
     r.push_back(fmt::format("  local: B micro-panel {}x{} in k pairs {}, packed per column micro-panel and kept in "
                             "L1 while every micro-row passes; A read in place (block {}x{}, {} of the core's {})",
                             kp, tn * s.unit.n, kib(kp * tn * s.unit.n * dtype_bytes(s.input)), t.bm, s.K,
                             kib(t.bm * s.K * dtype_bytes(s.input)), kib(core_cache_bytes(h))));
-  if (a_in_place(s, t, h) && b_rows_far(s) && t.bn / (tn * s.unit.n) > 1)
-    r.push_back(fmt::format("  B rows {} bytes apart: each pack hints the next micro-panel's rows", s.N * dtype_bytes(s.input)));
-  else
+    if (b_rows_far(s) && t.bn / (tn * s.unit.n) > 1)
+      r.push_back(fmt::format("  B rows {} bytes apart: each pack hints the next micro-panel's rows",
+                              s.N * dtype_bytes(s.input)));
+  } else
     r.push_back(fmt::format("  local: B panel {}x{} in k pairs {} of the core's {}, A panel {}x{} {}", kp, t.bn,
                             kib(kp * t.bn * dtype_bytes(s.input)), kib(core_cache_bytes(h)), tm * s.unit.m, kp,
                             kib(tm * s.unit.m * kp * dtype_bytes(s.input))));
