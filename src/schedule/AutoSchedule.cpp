@@ -952,7 +952,13 @@ AutoSchedule auto_schedule(const Kernel& given, const ShapeBindings& b, const hc
       });
       if (!transposing) continue;
       const int64_t bytes = dtype_bytes(out->dtype);
-      const int64_t line = std::max<int64_t>(1, (h.memory.empty() ? 64 : h.memory.front().line_bytes) / bytes);
+      int64_t line_bytes = 64; // the first cache level's line
+      for (const hcd::MemoryLevel& l : h.memory)
+        if (l.scope != "register" && l.scope != "global" && l.line_bytes > 0) {
+          line_bytes = l.line_bytes;
+          break;
+        }
+      const int64_t line = std::max<int64_t>(1, line_bytes / bytes);
       int64_t ti = 2 * line, to = 4 * line;
       while (to * ti * bytes * 2 > l1 / 2 && ti > line) {
         ti /= 2;
