@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <thread>
 
 namespace unitile::bench {
@@ -112,18 +113,26 @@ std::optional<double> BenchRunner::measure_triad_gbs(int64_t elements, std::stri
   if (!lib) return std::nullopt;
   std::unique_ptr<BaselineOp> op = lib->create("triad", "f32", {elements}, {3.0}, why);
   if (!op) return std::nullopt;
-  const std::vector<float> b(static_cast<size_t>(elements), 1.0f), c(static_cast<size_t>(elements), 2.0f);
-  std::vector<float> a(static_cast<size_t>(elements));
+  // Arrays from the cpu device's allocator, like the kernels' (see run_case).
+  const Device& device = session_->device();
+  const size_t n = static_cast<size_t>(elements), bytes = n * sizeof(float);
+  const DeviceBuffer bb = device.alloc(bytes), cb = device.alloc(bytes), ab = device.alloc(bytes);
+  auto* b = static_cast<float*>(device.host_pointer(bb));
+  auto* c = static_cast<float*>(device.host_pointer(cb));
+  auto* a = static_cast<float*>(device.host_pointer(ab));
+  std::fill(b, b + n, 1.0f);
+  std::fill(c, c + n, 2.0f);
+  std::fill(a, a + n, 0.0f);
   std::vector<double> samples;
   for (int i = 0; i <= options_.repeat; ++i) {
     const Clock::time_point start = Clock::now();
-    if (auto err = op->run({b.data(), c.data()}, {a.data()})) {
+    if (auto err = op->run({b, c}, {a})) {
       *why = *err;
       return std::nullopt;
     }
     if (i > 0) samples.push_back(ms_since(start)); // run 0 is the warm-up
   }
-  if (a.back() != 7.0f) {
+  if (a[n - 1] != 7.0f) {
     *why = "the triad loop computed a wrong value";
     return std::nullopt;
   }
@@ -159,8 +168,21 @@ void BenchRunner::run_case(const BenchCase& c) {
   const double first_run_s = ms_since(first_start) / 1000;
   const Tensor& unitile_out = first.outputs.at(c.output);
 
+  // The baselines read the same bytes from memory the cpu device allocated, as Unitile's
+  // kernels do (large buffers on transparent huge pages where the kernel gives them: see
+  // CpuDevice.cpp), so neither side gets a different page size.
+  const Device& device = session_->device();
+  UT_INTERNAL_ASSERT(device.shares_host_memory(), "bench runs on the cpu device, whose buffers are host memory");
+  std::vector<DeviceBuffer> in_buffers;
   std::vector<const void*> in_ptrs;
-  for (const std::string& name : c.inputs) in_ptrs.push_back(inputs.at(name).data.data());
+  for (const std::string& name : c.inputs) {
+    const Tensor& t = inputs.at(name);
+    in_buffers.push_back(device.alloc(t.nbytes()));
+    device.copy_in(in_buffers.back(), t.data.data(), t.nbytes());
+    in_ptrs.push_back(device.host_pointer(in_buffers.back()));
+  }
+  const DeviceBuffer ref_buffer = device.alloc(unitile_out.nbytes());
+  void* ref_ptr = device.host_pointer(ref_buffer);
 
   std::vector<BenchRecord> pending;
   bool any_agreed = false;
@@ -178,12 +200,14 @@ void BenchRunner::run_case(const BenchCase& c) {
     }
     r.note = fmt::format("{}: {}", b.library, op->impl());
     Tensor ref = Tensor::zeros(unitile_out.dtype, unitile_out.shape);
-    if (auto err = op->run(in_ptrs, {ref.data.data()})) {
+    std::memset(ref_ptr, 0, ref.nbytes());
+    if (auto err = op->run(in_ptrs, {ref_ptr})) {
       r.status = RecordStatus::Failed;
       r.note = fmt::format("{} failed: {}", b.library, *err);
       pending.push_back(std::move(r));
       continue;
     }
+    std::memcpy(ref.data.data(), ref_ptr, ref.nbytes());
     const Agreement agree = compare(unitile_out, ref, c.tolerance);
     r.max_abs_err = agree.max_abs_err;
     if (!agree.ok) {
@@ -208,11 +232,11 @@ void BenchRunner::run_case(const BenchCase& c) {
       r.baseline_ms = *c.bytes / (*gbs * 1e9) * 1e3;
       r.note = fmt::format("checked against {}; baseline_ms = bytes at the triad bandwidth just measured", b.library);
     } else {
-      warm_up(options_.quick, [&] { (void)op->run(in_ptrs, {ref.data.data()}); });
+      warm_up(options_.quick, [&] { (void)op->run(in_ptrs, {ref_ptr}); });
       std::vector<double> samples;
       for (int i = 0; i < repeat; ++i) {
         const Clock::time_point start = Clock::now();
-        if (auto err = op->run(in_ptrs, {ref.data.data()})) {
+        if (auto err = op->run(in_ptrs, {ref_ptr})) {
           r.status = RecordStatus::Failed;
           r.note = fmt::format("{} failed: {}", b.library, *err);
           break;

@@ -3,8 +3,11 @@
 #include "test_cpu_plugin.h"
 
 #include "codegen/CDialectAbi.h"
+#include "unitile/host_memory.h"
 
 #include <gmock/gmock.h>
+
+#include <dlfcn.h>
 
 #include <cstdint>
 #include <cstring>
@@ -81,6 +84,39 @@ TEST(CpuDevice, BuffersAreAlignedAndBoundsChecked) {
   EXPECT_EQ(api->copy(b, 0, a, 90, 20, &err), UT_ERROR_INVALID);
   api->free(a);
   api->free(b);
+}
+
+// UNITILE_HUGE_PAGES=1: buffers of 2 MiB or more start on a 2 MiB boundary (whether the
+// kernel then backs them with huge pages is its own choice) and hold their bytes as any
+// other buffer does; smaller ones are unaffected.
+TEST(CpuDevice, HugePageBuffersAreWholePagesWhenAsked) {
+  const ut_device_api* api = cpu_api();
+  ASSERT_NE(api, nullptr);
+  void* lib = dlopen(UNITILE_PLUGIN_DIR "/libunitile-device-cpu.so", RTLD_NOW | RTLD_NOLOAD);
+  ASSERT_NE(lib, nullptr);
+  auto host_fn = reinterpret_cast<ut_host_memory_fn>(dlsym(lib, UT_HOST_MEMORY_SYMBOL));
+  ASSERT_NE(host_fn, nullptr);
+  const ut_host_memory_api* host = host_fn();
+  constexpr size_t kHuge = size_t{2} << 20, kBytes = 3 * kHuge + 100;
+  ASSERT_EQ(setenv("UNITILE_HUGE_PAGES", "1", 1), 0);
+  ut_error err{};
+  ut_buffer* big = nullptr;
+  ut_buffer* small = nullptr;
+  ASSERT_EQ(api->alloc(kBytes, &big, &err), UT_OK) << err.message;
+  ASSERT_EQ(api->alloc(kHuge - 1, &small, &err), UT_OK) << err.message;
+  unsetenv("UNITILE_HUGE_PAGES");
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(host->host_pointer(big)) % kHuge, 0u);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(host->host_pointer(small)) % 64, 0u);
+  std::vector<uint8_t> bytes(kBytes);
+  for (size_t k = 0; k < bytes.size(); ++k)
+    bytes[k] = static_cast<uint8_t>(k * 7 + 3);
+  ASSERT_EQ(api->copy_in(big, 0, bytes.data(), kBytes, &err), UT_OK) << err.message;
+  std::vector<uint8_t> back(kBytes);
+  ASSERT_EQ(api->copy_out(back.data(), big, 0, kBytes, &err), UT_OK) << err.message;
+  EXPECT_EQ(back, bytes);
+  EXPECT_EQ(api->copy_in(big, kBytes - 10, bytes.data(), 11, &err), UT_ERROR_INVALID);
+  api->free(big);
+  api->free(small);
 }
 
 TEST(CpuDevice, BrokenSourceGivesTheCompilerLog) {
