@@ -15,9 +15,9 @@ int main(int argc, char** argv) {
   long M = atol(argv[1]), N = atol(argv[2]), K = atol(argv[3]), blocks = atol(argv[4]);
   int reps = atoi(argv[5]);
   if (reps > 1000) reps = 1000;
-  uint16_t* A = malloc(M * K * 2);
-  uint16_t* B = malloc(K * N * 2);
-  void* C = malloc(M * N * 4);
+  uint16_t* A = operand_alloc(M * K * 2);
+  uint16_t* B = operand_alloc(K * N * 2);
+  void* C = operand_alloc(M * N * 4);
   uint64_t seed = 1;
   for (long i = 0; i < M * K; ++i) A[i] = rnd_bf16(&seed);
   for (long i = 0; i < K * N; ++i) B[i] = rnd_bf16(&seed);

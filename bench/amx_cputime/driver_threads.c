@@ -55,9 +55,9 @@ int main(int argc, char** argv) {
     return 2;
   }
   chunks = blocks < 4L * threads ? blocks : 4L * threads;
-  uint16_t* A = malloc(M * K * 2);
-  uint16_t* B = malloc(K * N * 2);
-  uint16_t* C = malloc(M * N * 4);
+  uint16_t* A = operand_alloc(M * K * 2);
+  uint16_t* B = operand_alloc(K * N * 2);
+  uint16_t* C = operand_alloc(M * N * 4);
   if (!A || !B || !C) return 1;
   uint64_t seed = 1;
   for (long i = 0; i < M * K; ++i) A[i] = rnd_bf16(&seed);

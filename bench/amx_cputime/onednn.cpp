@@ -1,5 +1,5 @@
 // Thread CPU time of oneDNN's bf16 matmul (bf16 in, bf16 out, one OpenMP thread) on the
-// inputs driver.c makes. See run.sh.
+// inputs driver.c makes, in the same kind of memory. See run.sh.
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <algorithm>
@@ -10,13 +10,7 @@
 #include <ctime>
 #include <vector>
 
-static uint16_t rnd_bf16(uint64_t* s) {
-  *s = *s * 6364136223846793005ULL + 1442695040888963407ULL;
-  float f = (float)((*s >> 40) & 0xffffff) / 8388608.0f - 1.0f;
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  return (uint16_t)(u >> 16);
-}
+#include "driver_common.h"
 
 static double now_ms() {
   timespec t;
@@ -35,7 +29,8 @@ int main(int argc, char** argv) {
       c({M, N}, dt, memory::format_tag::ab);
   dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, b, c), eng);
   dnnl::matmul mm(pd);
-  memory A(a, eng), B(b, eng), C(c, eng);
+  // The operands in memory of driver_common.h's kind (huge pages with UNITILE_HUGE_PAGES=1).
+  memory A(a, eng, operand_alloc(M * K * 2)), B(b, eng, operand_alloc(K * N * 2)), C(c, eng, operand_alloc(M * N * 2));
   uint64_t seed = 1;
   auto* pa = static_cast<uint16_t*>(A.get_data_handle());
   auto* pb = static_cast<uint16_t*>(B.get_data_handle());
