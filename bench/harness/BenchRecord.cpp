@@ -56,6 +56,7 @@ nlohmann::json to_json(const BenchRecord& r) {
       {"tolerance", r.tolerance},
       {"runs", r.runs},
       {"schedule", r.schedule},
+      {"huge_pages", r.huge_pages},
   };
 }
 

@@ -34,6 +34,7 @@ struct BenchRecord {
   std::string tolerance; // "rtol=1e-4 atol=6.4e-3"
   int runs = 0;          // timed runs behind each median
   std::string schedule;  // where Unitile's schedule came from: "auto", "tuned", "kernel", ...
+  bool huge_pages = false; // both sides' buffers of 2 MiB or more on huge pages (UNITILE_HUGE_PAGES=1)
 
   /// baseline_ms / unitile_ms when both exist (above 1: Unitile is faster).
   std::optional<double> ratio() const;

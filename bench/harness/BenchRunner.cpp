@@ -159,6 +159,7 @@ void BenchRunner::run_case(const BenchCase& c) {
     r.baseline = b.record_name;
     r.tolerance = tolerance_text(c.tolerance);
     r.schedule = schedule_origin;
+    r.huge_pages = options_.huge_pages;
     return r;
   };
 

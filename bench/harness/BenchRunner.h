@@ -35,6 +35,9 @@ struct BenchOptions {
   bool quick = false;
   double max_run_s = 30; // a Unitile run slower than this is reported, not timed
   uint64_t seed = 0;
+  // Whether the cpu device puts large buffers on huge pages (UNITILE_HUGE_PAGES=1); the
+  // baselines read the same buffers. Recorded with each result.
+  bool huge_pages = false;
   // When set, each case's Unitile kernel runs `repeat` more times under this profiler
   // after it was timed (so the timed numbers carry no profiling overhead).
   profile::Profiler* profiler = nullptr;

@@ -3,7 +3,9 @@
 a well-formed JSON list whose records carry the documented keys, positive times and
 ratio = baseline_ms / unitile_ms; with no baseline libraries every record must say the
 baseline is unavailable, and the command must still succeed; and a baseline that gives a
-different answer must turn into a `failed` record with no Unitile time and exit status 1.
+different answer must turn into a `failed` record with no Unitile time and exit status 1;
+`--huge-pages` must be recorded, with both sides still agreeing on operands of 2 MiB and
+more, and refused with `--ops`.
     check_bench_quick.py PATH/TO/unitile SOURCE_DIR"""
 import json
 import math
@@ -36,8 +38,11 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         env = dict(os.environ)
         env.setdefault("UNITILE_CACHE_DIR", os.path.join(tmp, "cache"))
+        env.pop("UNITILE_HUGE_PAGES", None)
         path = os.path.join(tmp, "bench.json")
         records, table = bench(unitile, path, "--threads", "1", env=env)
+        if any(r.get("huge_pages") is not False for r in records):
+            sys.exit("FAIL: records without --huge-pages do not say huge_pages: false")
 
         ops = {r["op"] for r in records}
         for op in ("gemm", "triad", "softmax", "layernorm", "rmsnorm", "chain", "attention",
@@ -58,6 +63,17 @@ def main():
                 sys.exit(f"FAIL: ratio is not baseline_ms / unitile_ms in {r}")
         if "summary gemm f32 vs" not in table:
             sys.exit(f"FAIL: no geometric-mean summary in the table:\n{table}")
+
+        # B and C of 8 x 65536 f32 are 2 MiB each: on huge pages for both sides.
+        records, _ = bench(unitile, path, "--op", "gemm", "--shape", "8x65536x8", "--huge-pages",
+                           "--threads", "1", env=env)
+        for r in records:
+            if r["huge_pages"] is not True or r["status"] not in ("ok", "unavailable"):
+                sys.exit(f"FAIL: a --huge-pages record: {r}")
+        proc = subprocess.run([unitile, "bench", "--ops", "--huge-pages"], capture_output=True, text=True,
+                              env=env, timeout=60)
+        if proc.returncode != 1 or "--huge-pages is for the kernel benchmarks" not in proc.stderr:
+            sys.exit(f"FAIL: --ops --huge-pages: exit {proc.returncode}\n{proc.stderr}")
 
         env["UNITILE_BASELINE_DIR"] = os.path.join(tmp, "no-baselines")
         records, _ = bench(unitile, path, "--op", "gemm", "--shape", "8x8x8", env=env)

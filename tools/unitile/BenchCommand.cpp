@@ -57,6 +57,7 @@ struct BenchArgs {
   uint64_t seed = 0;
   bool profile = false;
   bool no_tuned = false;
+  bool huge_pages = false;
   std::string trace, html;
 };
 
@@ -176,6 +177,9 @@ int bench_library_ops(const BenchArgs& a) {
 }
 
 int bench_command(const BenchArgs& a) {
+  if (a.library_ops && a.huge_pages)
+    throw UserError("error: --huge-pages is for the kernel benchmarks, not --ops: PyTorch's tensors would stay on "
+                    "ordinary pages while Unitile's moved");
   if (a.library_ops)
     return bench_library_ops(a);
   if (a.repeat < 1) throw UserError("error: --repeat must be at least 1");
@@ -200,6 +204,12 @@ int bench_command(const BenchArgs& a) {
   // inside one baseline call. libgomp reads this when the first baseline is dlopened.
   if (!std::getenv("OMP_WAIT_POLICY")) setenv("OMP_WAIT_POLICY", "passive", 1);
   std::cerr << fmt::format("bench: OMP_WAIT_POLICY={}\n", std::getenv("OMP_WAIT_POLICY"));
+  // The cpu device reads this at each large allocation; the baselines get its buffers.
+  if (a.huge_pages) setenv("UNITILE_HUGE_PAGES", "1", 1);
+  const char* huge_env = std::getenv("UNITILE_HUGE_PAGES");
+  const bool huge_pages = huge_env && std::string(huge_env) == "1";
+  std::cerr << fmt::format("bench: buffers of 2 MiB or more on {} pages, both sides\n",
+                           huge_pages ? "2 MiB (transparent huge)" : "ordinary");
 
   std::vector<bench::BenchRecord> records;
   for (int t : threads) {
@@ -213,6 +223,7 @@ int bench_command(const BenchArgs& a) {
     o.quick = a.quick;
     o.max_run_s = a.max_run_s;
     o.seed = a.seed;
+    o.huge_pages = huge_pages;
     if (profiling) o.profiler = &profiler;
     // Like every other compile, the best record of the tuning database where one exists.
     if (!a.no_tuned) o.schedule_lookup = tuning_database_lookup(TuningDatabase::default_path());
@@ -273,6 +284,9 @@ CommandAction setup_bench(CLI::App& cmd) {
   cmd.add_flag("--no-tuned", a->no_tuned,
                "ignore the tuning database ($UNITILE_TUNING_DB, else tuning.sqlite in the kernel cache): "
                "the auto-scheduler's schedules only");
+  cmd.add_flag("--huge-pages", a->huge_pages,
+               "put buffers of 2 MiB or more, Unitile's and the baselines' alike, on transparent huge pages "
+               "(sets UNITILE_HUGE_PAGES=1; off by default)");
   cmd.add_flag("--profile", a->profile,
                "also run each Unitile kernel --repeat times under the profiler (after timing it) and "
                "print its per-kernel table and timeline");
