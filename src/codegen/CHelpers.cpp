@@ -200,6 +200,51 @@ static inline void ut_amx_bf16_row(uint16_t* d, const float* s) {
 #endif
 )ROW";
 
+// A 1 x 16 x 2 matrix unit on AVX512-BF16 (CPrinter.cpp, vector pairs): an f32
+// accumulator vector += A's pair of bf16 (broadcast from memory) times B's 16 columns in
+// k pairs (one 64-byte vector), one vdpbf16ps; whole vectors stored as f32 or rounded to
+// bf16 by vcvtneps2bf16 (nearest even, f32 denormals flushed, as oneDNN's bf16 matmul).
+// Inline assembly, so that no intrinsic header is needed; the pair is read through a
+// may_alias type, since the packs wrote it as two 16-bit values.
+constexpr std::string_view kPairs = R"PAIRS(#if !defined(__x86_64__)
+#error "unitile: this kernel uses AVX512-BF16 (x86-64 only); schedule it for an HCD without a 1x16x2 unit"
+#endif
+typedef float ut_pair_v __attribute__((vector_size(64)));
+typedef int32_t ut_pair_bits __attribute__((may_alias));
+static inline ut_pair_v ut_pair_load(const void* p) {
+  ut_pair_v v;
+  memcpy(&v, p, sizeof v);
+  return v;
+}
+#if defined(__AVX512BF16__) && defined(__GNUC__) && !defined(__clang__)
+/* GCC's builtin, so that its register allocator sees the instruction (24 accumulators in
+   inline assembly were spilled: 2048^3 at 155 against 79 ms). Its operand type is a
+   vector of __bf16 from GCC 13, of short before. */
+#if __GNUC__ >= 13
+typedef __bf16 ut_pair_h __attribute__((vector_size(64)));
+#else
+typedef short ut_pair_h __attribute__((vector_size(64)));
+#endif
+typedef int32_t ut_pair_i __attribute__((vector_size(64)));
+static inline ut_pair_v ut_pair_dot(ut_pair_v acc, ut_pair_v b, const void* a) {
+  const ut_pair_i pair = (ut_pair_i){0} + *(const ut_pair_bits*)a;
+  return __builtin_ia32_dpbf16ps_v16sf(acc, (ut_pair_h)b, (ut_pair_h)pair);
+}
+#else
+static inline ut_pair_v ut_pair_dot(ut_pair_v acc, ut_pair_v b, const void* a) {
+  __asm__("vdpbf16ps %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(b), "m"(*(const ut_pair_bits*)a));
+  return acc;
+}
+#endif
+static inline void ut_pair_store_f32(float* d, ut_pair_v x) { memcpy(d, &x, sizeof x); }
+static inline void ut_pair_store_bf16(uint16_t* d, ut_pair_v x) {
+  typedef uint16_t ut_pair_half __attribute__((vector_size(32)));
+  ut_pair_half r;
+  __asm__("vcvtneps2bf16 %1, %0" : "=v"(r) : "v"(x));
+  memcpy(d, &r, sizeof r);
+}
+)PAIRS";
+
 const std::map<std::string, ScalarHelper, std::less<>>& scalar_helpers() {
   static const std::map<std::string, ScalarHelper, std::less<>> table = [] {
     std::map<std::string, ScalarHelper, std::less<>> t;
@@ -211,6 +256,7 @@ const std::map<std::string, ScalarHelper, std::less<>>& scalar_helpers() {
     t["ut_shl"] = {{}, std::string(kShl)};
     t["ut_amx"] = {{}, std::string(kAmx)};
     t["ut_amx_bf16_row"] = {{}, std::string(kAmxBf16Row)};
+    t["ut_pairs"] = {{}, std::string(kPairs)};
     t["ut_shr"] = {{}, std::string(kShr)};
     t["ut_round_f16"] = {{"ut_f16_to_f32", "ut_f32_to_f16"}, std::string(kRoundF16)};
     t["ut_round_bf16"] = {{"ut_bf16_to_f32", "ut_f32_to_bf16"}, std::string(kRoundBf16)};

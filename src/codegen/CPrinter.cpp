@@ -335,7 +335,9 @@ public:
       hoist_shared(f.body);
     amx_ = d_.amx_tiles && std::find(hcd_.isa.begin(), hcd_.isa.end(), "amx-tile") != hcd_.isa.end() &&
            std::find(hcd_.isa.begin(), hcd_.isa.end(), "amx-bf16") != hcd_.isa.end();
-    if (amx_ && has_matrix(f.body)) {
+    pairs_ = d_.amx_tiles && std::find(hcd_.isa.begin(), hcd_.isa.end(), "avx512_bf16") != hcd_.isa.end() &&
+             hcd_.vector_bits == 512;
+    if (amx_ && has_amx_matrix(f.body)) {
       // Tile state is per thread and may have been configured by other code: configure
       // it for this entry, release it at the end (CHelpers.cpp, ut_amx).
       helpers_.need("ut_amx");
@@ -841,12 +843,18 @@ private:
     switch (s->kind) {
     case StmtKind::Block:
       for (size_t k = 0; k < s->body.size(); ++k) {
-        if (amx_ && s->body[k]->kind == StmtKind::Matrix && is_matrix_mma(s->body[k]->matrix_op)) {
+        if ((amx_ || pairs_) && s->body[k]->kind == StmtKind::Matrix && is_matrix_mma(s->body[k]->matrix_op)) {
+          const bool pair = pair_op(*s->body[k]);
           size_t e = k;
-          while (e < s->body.size() && s->body[e]->kind == StmtKind::Matrix && is_matrix_mma(s->body[e]->matrix_op))
+          while (e < s->body.size() && s->body[e]->kind == StmtKind::Matrix && is_matrix_mma(s->body[e]->matrix_op) &&
+                 pair_op(*s->body[e]) == pair)
             ++e;
-          amx_mma_run(std::vector<Stmt>(s->body.begin() + static_cast<std::ptrdiff_t>(k),
-                                        s->body.begin() + static_cast<std::ptrdiff_t>(e)));
+          std::vector<Stmt> run(s->body.begin() + static_cast<std::ptrdiff_t>(k),
+                                s->body.begin() + static_cast<std::ptrdiff_t>(e));
+          if (pair)
+            pair_mma_run(run);
+          else
+            amx_mma_run(run);
           k = e - 1;
           continue;
         }
@@ -1222,7 +1230,9 @@ private:
     UT_INTERNAL_ASSERT(s.scope != MemScope::Global,
                        "global-scope allocation '" + s.buffer + "' inside a func");
     if (s.scope == MemScope::Register && matrix_uses(s.body[0], s.buffer, true)) {
-      if (amx_)
+      if (pairs_ && s.shape.size() >= 2 && s.shape[s.shape.size() - 2] == 1 && s.shape.back() == 16)
+        pair_alloc(s);
+      else if (amx_)
         tile_alloc(s);
       else
         fragment_alloc(s);
@@ -1242,7 +1252,8 @@ private:
     elems = std::max<int64_t>(elems, 1);
     // A shared tile the matrix unit reads keeps its own dtype (the instructions take
     // packed 16-bit values), 16-byte aligned for paired loads.
-    const bool operand = ((s.scope == MemScope::Shared && d_.warp_mma) || amx_) && matrix_uses(s.body[0], s.buffer, false);
+    const bool operand =
+        ((s.scope == MemScope::Shared && d_.warp_mma) || amx_ || pairs_) && matrix_uses(s.body[0], s.buffer, false);
     bool wide16 = (s.dtype == DType::F16 || s.dtype == DType::BF16) && !operand;
     std::string_view t = wide16 ? value_type(s.dtype) : storage_type(s.dtype);
     auto prev = buffers_.find(s.buffer);
@@ -1467,6 +1478,161 @@ private:
       if (has_matrix(b))
         return true;
     return false;
+  }
+
+  // Whether `s` holds a matrix statement on AMX tiles (not a 1 x 16 vector pair).
+  bool has_amx_matrix(const Stmt& s) const {
+    if (!s)
+      return false;
+    if (s->kind == StmtKind::Matrix)
+      return !(pairs_ && pair_op(*s));
+    for (const Stmt& b : s->body)
+      if (has_amx_matrix(b))
+        return true;
+    return false;
+  }
+
+  // ----- matrix units on AVX512-BF16 vectors (a 1 x 16 x 2 unit; MatrixUnit.cpp)
+  //
+  // A register allocation of f32 [vectors.., 1, 16] is one 512-bit vector variable per
+  // vector (the scheduler indexes it with constants; GCC 12 kept an array of 24 such
+  // vectors in memory, 2048^3 bf16 at 110-155 against 79 ms with 16); an
+  // mma is one vdpbf16ps of the accumulator, B's 16 columns in k pairs (one 64-byte
+  // load per distinct B operand of a run of mma statements) and A's pair broadcast from
+  // memory (CHelpers.cpp, ut_pairs).
+
+  static bool pair_op(const StmtNode& s) { return s.shape.size() >= 2 && s.shape[0] == 1 && s.shape[1] == 16; }
+
+  void pair_alloc(const StmtNode& s) {
+    if (s.dtype != DType::F32)
+      throw matrix_error(fmt::format("matrix accumulator '{}' must be f32 [vectors.., 1, 16]", s.buffer));
+    int64_t count = 1;
+    for (size_t k = 0; k + 2 < s.shape.size(); ++k)
+      count *= s.shape[k];
+    helpers_.need("ut_pairs");
+    std::string decl;
+    for (int64_t v = 0; v < count; ++v)
+      decl += fmt::format("{}{}_{}", v ? ", " : "", names_.buffer(s.buffer), v);
+    line(fmt::format("ut_pair_v {};", decl));
+    pair_accs_[s.buffer] = std::vector<int64_t>(s.shape.begin(), s.shape.end() - 2);
+    stmt(s.body[0], true);
+    pair_accs_.erase(s.buffer);
+  }
+
+  // The accumulator vector `name[idx]`.
+  std::string pair_acc(const std::string& name, const std::vector<Expr>& idx, const StmtNode& s) {
+    auto it = pair_accs_.find(name);
+    if (it == pair_accs_.end() || idx.size() != it->second.size() + 2)
+      throw matrix_error(fmt::format("{}: '{}' is not a register allocation of [vectors.., 1, 16]",
+                                     matrix_op_name(s.matrix_op), name));
+    const std::vector<int64_t>& dims = it->second;
+    int64_t lin = 0;
+    for (size_t k = 0; k < idx.size(); ++k) {
+      int64_t v = 0;
+      if (!const_int(idx[k], &v))
+        throw matrix_error(fmt::format("{}: the vector indices of '{}' must be constants (each vector is a variable)",
+                                       matrix_op_name(s.matrix_op), name));
+      if (k < dims.size()) {
+        if (v < 0 || v >= dims[k])
+          throw matrix_error(fmt::format("{}: vector index {} of '{}' is out of range", matrix_op_name(s.matrix_op),
+                                         v, name));
+        lin = lin * dims[k] + v;
+      } else if (v != 0) {
+        throw matrix_error(fmt::format("{}: a vector of '{}' starts at its row 0, column 0",
+                                       matrix_op_name(s.matrix_op), name));
+      }
+    }
+    return fmt::format("{}_{}", names_.buffer(name), lin);
+  }
+
+  // `&operand[origin]` of a bf16 operand in memory.
+  std::string pair_operand(const Expr& e, const StmtNode& s) {
+    const BufferView& b = buffer(e->name);
+    if (b.dtype != DType::BF16 || b.holds_compute_type || b.vector_lanes > 0)
+      throw matrix_error(fmt::format("{}: vdpbf16ps operand '{}' must be a bf16 buffer in memory",
+                                     matrix_op_name(s.matrix_op), e->name));
+    return fmt::format("&{}[{}]", element_base(e->name, b), linear_index(e->operands, b.shape));
+  }
+
+  void pair_mma_run(const std::vector<Stmt>& run) {
+    std::map<std::string, std::string> b_regs;
+    std::vector<std::string> body;
+    line("{");
+    ++indent_;
+    for (const Stmt& st : run) {
+      const StmtNode& s = *st;
+      if (s.matrix_op != MatrixOp::MmaPairs || s.shape != std::vector<int64_t>{1, 16, 2})
+        throw matrix_error(fmt::format("{}: vdpbf16ps multiplies with matrix_mma_pairs(1, 16, 2) (B in k pairs)",
+                                       matrix_op_name(s.matrix_op)));
+      const std::string c = pair_acc(s.buffer, s.indices, s);
+      const std::string a = pair_operand(s.value->operands[0], s);
+      const std::string b = pair_operand(s.value->operands[1], s);
+      auto it = b_regs.find(b);
+      if (it == b_regs.end()) {
+        std::string reg = fmt::format("ut_b{}", b_regs.size());
+        line(fmt::format("const ut_pair_v {} = ut_pair_load({});", reg, b));
+        it = b_regs.emplace(b, reg).first;
+      }
+      body.push_back(fmt::format("{0} = ut_pair_dot({0}, {1}, {2});", c, it->second, a));
+    }
+    for (const std::string& l : body)
+      line(l);
+    --indent_;
+    line("}");
+  }
+
+  void pair_matrix(const StmtNode& s) {
+    const bool store = s.matrix_op == MatrixOp::Store;
+    if (s.shape != std::vector<int64_t>{1, 16})
+      throw matrix_error(fmt::format("{}: a vdpbf16ps accumulator is 1 x 16", matrix_op_name(s.matrix_op)));
+    const std::string acc = store ? pair_acc(s.value->name, s.value->operands, s) : pair_acc(s.buffer, s.indices, s);
+    if (!store) {
+      line(fmt::format("{} = (ut_pair_v){{0}};", acc));
+      return;
+    }
+    // A whole vector inside C is stored at once (rounded by vcvtneps2bf16 into bf16); at
+    // C's right edge the lanes inside it one at a time.
+    const BufferView& b = buffer(s.buffer);
+    if (b.dtype != DType::F32 && b.dtype != DType::BF16)
+      throw matrix_error(fmt::format("matrix_store into '{}' of dtype {}: vector pairs store f32 or bf16", s.buffer,
+                                     dtype_name(b.dtype)));
+    const size_t r = b.shape.size();
+    const int64_t rows = b.shape[r - 2], cols = b.shape[r - 1];
+    const std::string base = element_base(s.buffer, b);
+    line("{");
+    ++indent_;
+    line(fmt::format("const int64_t ut_r0 = {}, ut_c0 = {};", strip_parens(expr(s.indices[r - 2])),
+                     strip_parens(expr(s.indices[r - 1]))));
+    line(fmt::format("const int64_t ut_o = {};", linear_index(s.indices, b.shape)));
+    std::string v = "ut_lane[ut_c]";
+    if (b.dtype == DType::BF16) {
+      if (b.holds_compute_type) {
+        v = round16(v, b.dtype);
+      } else {
+        helpers_.need("ut_f32_to_bf16");
+        v = fmt::format("ut_f32_to_bf16({})", v);
+      }
+    }
+    line(fmt::format("if (ut_r0 < {}) {{", int_literal(rows, true)));
+    ++indent_;
+    if (!b.holds_compute_type) {
+      line(fmt::format("if (ut_c0 + 16 <= {}) {{", int_literal(cols, true)));
+      line(fmt::format("  ut_pair_store_{}(&{}[ut_o], {});", b.dtype == DType::F32 ? "f32" : "bf16", base, acc));
+      line("} else {");
+      ++indent_;
+    }
+    line("float ut_lane[16];");
+    line(fmt::format("memcpy(ut_lane, &{}, sizeof ut_lane);", acc));
+    line(fmt::format("for (int64_t ut_c = 0; ut_c < 16 && ut_c0 + ut_c < {}; ++ut_c)", int_literal(cols, true)));
+    line(fmt::format("  {}[ut_o + ut_c] = {};", base, v));
+    if (!b.holds_compute_type) {
+      --indent_;
+      line("}");
+    }
+    --indent_;
+    line("}");
+    --indent_;
+    line("}");
   }
 
   void tile_alloc(const StmtNode& s) {
@@ -1725,6 +1891,13 @@ private:
 
   void matrix(const StmtNode& s) {
     const char* op = matrix_op_name(s.matrix_op);
+    if (pairs_ && pair_op(s)) {
+      if (is_matrix_mma(s.matrix_op))
+        pair_mma_run({std::make_shared<StmtNode>(s)});
+      else
+        pair_matrix(s);
+      return;
+    }
     if (amx_) {
       if (is_matrix_mma(s.matrix_op))
         amx_mma_run({std::make_shared<StmtNode>(s)});
@@ -2242,6 +2415,8 @@ private:
   };
   std::map<std::string, FragmentView> fragments_;
   bool amx_ = false;                                        // Matrix statements print as AMX
+  bool pairs_ = false; // 1 x 16 x 2 matrix statements print as AVX512-BF16 (vdpbf16ps)
+  std::map<std::string, std::vector<int64_t>> pair_accs_;   // accumulators in vector registers: vector grid
   std::map<std::string, std::vector<int64_t>> tile_accs_;   // accumulators in tile registers: tile grid
   std::set<std::string> warp_vars_;
   bool in_lane_loop_ = false;

@@ -313,6 +313,11 @@ Hcd detect_host_cpu() {
     h.matrix_units.push_back(MatrixUnit{16, 16, 32, {DType::BF16}, DType::F32});
     // 1024 bf16 flops per cycle per core (16x16x32 MACs every 16 cycles).
     h.peak_gflops[DType::BF16] = round2(ghz * 1024 * h.units);
+  } else if (has(isa, "avx512_bf16") && h.vector_bits == 512) {
+    // Without AMX, AVX512-BF16's vdpbf16ps is the unit: 16 f32 lanes each += a pair of
+    // bf16 products, a 1 x 16 x 2 tile (A's pair broadcast, B's 16 columns in k pairs;
+    // MatrixUnit.cpp, the vector pair launch). Zen 4 is such a CPU.
+    h.matrix_units.push_back(MatrixUnit{1, 16, 2, {DType::BF16}, DType::F32});
   }
 
   h.memory = detect_caches(ghz, h.vector_bits);

@@ -509,7 +509,7 @@ AutoSchedule auto_schedule(const Kernel& given, const ShapeBindings& b, const hc
   if (!h.matrix_units.empty() && !dialect_issues_matrix_units(h) && has_contraction())
     a.reasons.push_back(fmt::format("matrix unit: HCD '{}' lists one, but the {} dialect has no matrix-unit "
                                     "instructions{}; contractions stay on the vector units",
-                                    h.name, h.dialect, h.dialect == "c" ? " (AMX needs amx-tile and amx-bf16 in the isa)" : ""));
+                                    h.name, h.dialect, h.dialect == "c" ? " (AMX's 16x16x32 needs amx-tile and amx-bf16 in the isa, a 1x16x2 unit avx512_bf16)" : ""));
   for (const MatrixSite& site : matrix_sites(k, b, h)) {
     if (in_attention.count(site.statement)) continue;
     Primitive mu;

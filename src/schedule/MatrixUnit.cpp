@@ -166,6 +166,16 @@ int64_t core_cache_bytes(const hcd::Hcd& h) {
   return best > 0 ? best : int64_t{1} << 20;
 }
 
+// One compute unit's share of the largest cache level (the L3 over the cores sharing
+// it); the core's own cache where the HCD names no larger one.
+int64_t last_cache_share(const hcd::Hcd& h) {
+  int64_t best = core_cache_bytes(h);
+  for (const hcd::MemoryLevel& l : h.memory)
+    if (l.scope != "global" && l.scope != "register" && l.size_bytes > 0)
+      best = std::max(best, l.size_bytes / std::max(1, l.shared_by));
+  return best;
+}
+
 int64_t batch_count(const MatrixSite& s) {
   int64_t n = 1;
   for (int64_t e : s.batch_extents) n *= e;
@@ -530,6 +540,241 @@ LoopProgram register_launch(const Kernel& k, const LoopProgram& p, const hcd::Hc
   return replace_launch(p, replaced, func_name, for_loop(task, imm(0), imm(tasks), ForKind::GridX, body));
 }
 
+// ---- vector pair launches (pair_unit): a dot product of k pairs per vector lane.
+//
+// AVX512-BF16's vdpbf16ps adds to each of 16 f32 lanes the two products of a pair of
+// bf16 values of one operand and a pair of the other: with A's pair (A[i, k], A[i, k + 1])
+// broadcast and B's 16 columns held in k pairs, it is a 1 x 16 x 2 matrix unit. The
+// micro-tile is tm rows x tn vectors of accumulators in vector registers (warps_m x
+// warps_n of MatrixTiles); per k pair it loads tn B vectors and broadcasts tm A pairs.
+// Per task (a block of rows x columns, one per core at a time), per column micro-panel:
+// its B panel packed in k pairs, b_p[k / 2, 2 tn 16], then every micro-row over it,
+// accumulating the whole of K in registers. A's pairs are broadcast from A itself where
+// A is stored in rows of k and K is even (pair_a_in_place); otherwise the task first
+// packs its A block in k pairs, a_p[micro-row, k / 2, row, 2] (zero-padded).
+bool pair_unit(const hcd::MatrixUnit& u) { return u.m == 1 && u.n == 16 && u.k == 2; }
+
+// Whether A's pairs are read from A: rows of k in memory (each pair is 4 consecutive
+// bytes) and no pair crosses a row's end. A packed per task costs a copy of the A block
+// per column block, one element per column-block-width multiply-adds: at 64 columns
+// about as long again as the multiplies of 512^3.
+bool pair_a_in_place(const MatrixSite& s) { return s.a_rows && s.K % 2 == 0; }
+
+// The most accumulator rows for tn vectors per row: tm x tn accumulators, tn B vectors and
+// one broadcast A pair in the vector registers.
+int64_t pair_rows(int64_t tn, const hcd::Hcd& h) { return (h.vector_registers - tn - 1) / tn; }
+
+MatrixTiles pair_tiles(const MatrixSite& s, const hcd::Hcd& h) {
+  MatrixTiles t;
+  t.bk = s.unit.k;
+  t.warps_n = s.N > s.unit.n ? 2 : 1;
+  t.warps_m = std::max<int64_t>(1, std::min<int64_t>({8, pair_rows(t.warps_n, h), s.M}));
+  const int64_t mm = t.warps_m, mn = t.warps_n * s.unit.n;
+  const int64_t kp = ceil_div(s.K, 2) * 2;
+  // The task's A block takes at most half of one unit's share of the last cache level,
+  // where it stays while every column micro-panel passes over it (its micro-rows stream
+  // from there, prefetched by the hardware); each row block packs B again. 2048^3, one
+  // thread, Zen 4: rows of 128 (an A block in half of L2) 86-92 ms, 256 82-85, 512 78-80,
+  // 1024 and 2048 77.7-78.1 (oneDNN 80).
+  int64_t bm = std::max(mm, last_cache_share(h) / 2 / (kp * dtype_bytes(s.input)) / mm * mm);
+  bm = std::min(bm, ceil_div(s.M, mm) * mm);
+  const int64_t nmb = ceil_div(s.M, bm), batch = batch_count(s), units = std::max(1, h.units);
+  t.bm = ceil_div(ceil_div(s.M, nmb), mm) * mm;
+  // Columns split until there are four tasks per compute unit (the blocks are handed out
+  // as they finish), each at least one micro-panel wide; with A packed per task, at
+  // least 512 columns wide where the units have tasks enough (see pair_a_in_place).
+  int64_t nnb = std::max<int64_t>(1, ceil_div(4 * units, batch * nmb));
+  if (!pair_a_in_place(s)) nnb = std::min(nnb, std::max<int64_t>(ceil_div(units, batch * nmb), ceil_div(s.N, 512)));
+  nnb = std::min(nnb, ceil_div(s.N, mn));
+  t.bn = ceil_div(ceil_div(s.N, nnb), mn) * mn;
+  return t;
+}
+
+std::vector<std::string> pair_reasons(const MatrixSite& s, const MatrixTiles& t, const hcd::Hcd& h) {
+  std::vector<std::string> r;
+  const int64_t tm = t.warps_m, tn = t.warps_n, kp = ceil_div(s.K, 2) * 2, bytes = dtype_bytes(s.input);
+  r.push_back(fmt::format("{} (statement {}): contraction {}x{}x{} over '{}' on the unit {}x{}x{} (one vector "
+                          "instruction: {} f32 lanes += a pair of {} products each; {} in, f32 accumulator)",
+                          s.output, s.statement, s.M, s.N, s.K, s.k, s.unit.m, s.unit.n, s.unit.k, s.unit.n,
+                          dtype_name(s.input), dtype_name(s.input)));
+  r.push_back(fmt::format("  registers: micro-tile {}x{} = {} accumulators of {} lanes + {} B vectors + 1 A "
+                          "broadcast = {} of {} vector registers",
+                          tm, tn * s.unit.n, tm * tn, s.unit.n, tn, tm * tn + tn + 1, h.vector_registers));
+  r.push_back(fmt::format("  A block {}x{} {}, {} (at most half of a unit's {} of the last cache level); B "
+                          "micro-panel {}x{} in k pairs, {}, packed per column micro-panel (the core's cache {})",
+                          t.bm, kp,
+                          pair_a_in_place(s) ? "read in place (pairs broadcast from A)" : "packed in k pairs once per task",
+                          kib(t.bm * kp * bytes), kib(last_cache_share(h)), kp, tn * s.unit.n,
+                          kib(kp * tn * s.unit.n * bytes), kib(core_cache_bytes(h))));
+  if (b_rows_far(s) && t.bn / (tn * s.unit.n) > 1)
+    r.push_back(fmt::format("  B rows {} bytes apart: each pack hints the next micro-panel's rows", s.N * bytes));
+  r.push_back(fmt::format("  tasks: {} blocks of {}x{} over {} compute units",
+                          batch_count(s) * ceil_div(s.M, t.bm) * ceil_div(s.N, t.bn), t.bm, t.bn, h.units));
+  return r;
+}
+
+LoopProgram pair_launch(const Kernel& k, const LoopProgram& p, const hcd::Hcd& h, const MatrixSite& s,
+                        const std::vector<int64_t>& tiles) {
+  const std::string what = fmt::format("matrix_unit {}", s.output);
+  MatrixTiles t = pair_tiles(s, h);
+  const int64_t un = s.unit.n;
+  if (!tiles.empty()) {
+    if (tiles.size() != 5)
+      fail(what, "expected five tile sizes: tiles BM BN BK warps TM TN (with vector pairs, TM rows x TN vectors of "
+                 "accumulators)");
+    t = MatrixTiles{tiles[0], tiles[1], tiles[2], tiles[3], tiles[4]};
+  }
+  const int64_t tm = t.warps_m, tn = t.warps_n, mn = tn * un;
+  if (tm < 1 || tn < 1 || tm * tn + tn + 1 > h.vector_registers || t.bk != 2 || t.bm < tm || t.bm % tm ||
+      t.bn < mn || t.bn % mn)
+    fail(what, fmt::format("block tile {}x{}x{} with {} x {} accumulator vectors: the micro-tile's accumulators, "
+                           "its {} B vectors and an A broadcast must fit the {} vector registers, k steps are 2 "
+                           "deep, and the block is a multiple of the micro-tile ({} x {})",
+                           t.bm, t.bn, t.bk, tm, tn, tn, h.vector_registers, tm, mn));
+  const std::string func_name = fmt::format("{}_{}", k.name, s.statement);
+  std::vector<size_t> replaced;
+  for (size_t f = 0; f < p.funcs.size(); ++f)
+    if (p.funcs[f].name == func_name || p.funcs[f].name == func_name + "_init") replaced.push_back(f);
+  bool has_update = false;
+  for (size_t f : replaced) has_update |= p.funcs[f].name == func_name;
+  if (!has_update)
+    fail(what, fmt::format("the launch of statement {} was already changed by an earlier primitive; put matrix_unit "
+                           "first",
+                           s.statement));
+  const LoopBuffer* abuf = p.find_buffer(s.a);
+  const LoopBuffer* bbuf = p.find_buffer(s.b);
+  if (!p.find_buffer(s.output) || !abuf || !bbuf) fail(what, "the contraction's tensors are not buffers of the program");
+
+  const int64_t npairs = ceil_div(s.K, 2);
+  const int64_t nmb = ceil_div(s.M, t.bm), nnb = ceil_div(s.N, t.bn), batch = batch_count(s);
+  const int64_t tasks = batch * nmb * nnb, rows_per_task = t.bm / tm;
+
+  NameSet names(p);
+  const std::string task = names.fresh("task"), i0 = names.fresh("i0"), j0 = names.fresh("j0");
+  const std::string a_p = names.fresh(s.a + "_pairs"), b_p = names.fresh(s.b + "_pairs"),
+                    acc = names.fresh(s.output + "_vectors");
+  std::vector<std::pair<std::string, Expr>> lets;
+  std::map<std::string, Expr> batch_at;
+  task_lets(s, var(task), nmb, nnb, t.bm, t.bn, names, i0, j0, lets, batch_at);
+  auto conj = [](Expr a, Expr b) { return a && b ? binary(BinaryOp::And, a, b) : a ? a : b; };
+  auto loop = [](const std::string& v, int64_t n, Stmt body, ForKind kind = ForKind::Serial) {
+    return for_loop(v, imm(0), imm(n), kind, std::move(body));
+  };
+  auto packed = [&](const std::string& tensor, const LoopBuffer& buf, const std::string& panel,
+                    std::vector<Expr> panel_at, std::map<std::string, Expr> at, Expr in_range) {
+    const ExprNode* read = site_read(k, s, tensor);
+    for (const auto& [v, e] : batch_at) at[v] = e;
+    std::vector<Expr> idx;
+    for (const Expr& i : read->operands) idx.push_back(simplify(at.at(i->name)));
+    Stmt st = store(panel, panel_at, access(tensor, idx, buf.dtype));
+    if (in_range) st = if_then(in_range, st, store(panel, panel_at, float_imm(0.0, buf.dtype)));
+    return st;
+  };
+
+  // 1. The task's A block in k pairs: a_p[ib, pp, r, e] = A[i0 + ib * tm + r, 2 pp + e],
+  //    each row read in order (a micro-row's rows, then its pairs); none in place.
+  const bool in_place = pair_a_in_place(s);
+  Stmt pack_a;
+  if (!in_place) {
+    const std::string ib = names.fresh("ib"), r = names.fresh("r"), pp = names.fresh("pp"), e = names.fresh("e");
+    Expr iv = simplify(add(add(var(i0), mul(var(ib), imm(tm))), var(r)));
+    Expr kv = simplify(add(mul(var(pp), imm(2)), var(e)));
+    Expr in_range;
+    if (s.M % tm != 0 || s.M % t.bm != 0) in_range = conj(in_range, less(iv, s.M));
+    if (s.K % 2 != 0) in_range = conj(in_range, less(kv, s.K));
+    Stmt st = packed(s.a, *abuf, a_p, {var(ib), var(pp), var(r), var(e)}, {{s.i, iv}, {s.k, kv}}, in_range);
+    pack_a = loop(ib, rows_per_task, loop(r, tm, loop(pp, npairs, loop(e, 2, st, ForKind::Unrolled))));
+  }
+
+  // 2. Per column micro-panel jb: its B panel, b_p[pp, 32 h + 2 c + e] = B[2 pp + e, j0 +
+  //    jb * mn + 16 h + c] (a k pair's tn vectors consecutive), then every micro-row.
+  const std::string jb = names.fresh("jb"), ib = names.fresh("ib");
+  Stmt panel;
+  {
+    const std::string pp = names.fresh("pp"), half = names.fresh("h"), c = names.fresh("c"), e = names.fresh("e");
+    Expr kv = simplify(add(mul(var(pp), imm(2)), var(e)));
+    Expr jv = simplify(add(add(add(var(j0), mul(var(jb), imm(mn))), mul(var(half), imm(un))), var(c)));
+    Expr k_range = s.K % 2 != 0 ? less(kv, s.K) : Expr();
+    // B's rows far apart (b_rows_far): each pair's copy hints the same two rows of the next
+    // micro-panel (the mn columns after these, in the same pages), at both ends; they
+    // arrive while this micro-panel's micro-rows run (see the tile-register launch).
+    Stmt hint;
+    if (b_rows_far(s) && t.bn / mn > 1) {
+      const ExprNode* bread = site_read(k, s, s.b);
+      Expr next = simplify(add(var(j0), mul(add(var(jb), imm(1)), imm(mn))));
+      auto b_at = [&](const Expr& col) {
+        std::vector<Expr> idx;
+        for (const Expr& i : bread->operands)
+          idx.push_back(i->name == s.k   ? simplify(mul(var(pp), imm(2)))
+                        : i->name == s.j ? simplify(col)
+                                         : batch_at.at(i->name));
+        return idx;
+      };
+      Expr fits = less(simplify(add(next, imm(mn))), s.N + 1);
+      if (s.K % 2 != 0) fits = conj(fits, less(simplify(add(mul(var(pp), imm(2)), imm(1))), s.K));
+      hint = if_then(conj(less(simplify(add(var(jb), imm(1))), t.bn / mn), fits),
+                     block({prefetch(s.b, b_at(next), 2), prefetch(s.b, b_at(add(next, imm(mn - 1))), 2)}));
+    }
+    auto panel_of = [&](Expr in_range) {
+      Stmt st = packed(s.b, *bbuf, b_p, {var(pp), simplify(add(mul(var(half), imm(2 * un)), add(mul(var(c), imm(2)), var(e))))},
+                       {{s.k, kv}, {s.j, jv}}, conj(k_range, in_range));
+      Stmt pair = loop(half, tn, loop(c, un, loop(e, 2, st, ForKind::Unrolled)), tn > 1 ? ForKind::Unrolled : ForKind::Serial);
+      if (hint && !in_range) pair = block({hint, pair});
+      return loop(pp, npairs, pair);
+    };
+    // Only the micro-panel that crosses N tests its columns (see full_columns).
+    panel = s.N % mn != 0 || s.N % t.bn != 0
+                ? full_columns(add(var(j0), mul(add(var(jb), imm(1)), imm(mn))), s.N, panel_of(nullptr),
+                               panel_of(less(jv, s.N)))
+                : panel_of(nullptr);
+  }
+
+  // 3. A micro-tile: zero, a matrix_mma_pairs per accumulator and k pair, store (clipped
+  //    at C's edges, rounded to C's dtype).
+  Stmt micro;
+  {
+    const std::string pp = names.fresh("pp");
+    const Expr row0 = simplify(add(var(i0), mul(var(ib), imm(tm))));
+    // In place, A's row at micro-tile row `a` (the last row of A for rows past M, whose
+    // results are not stored).
+    const ExprNode* aread = site_read(k, s, s.a);
+    auto a_pair = [&](int64_t a) {
+      if (!in_place) return access(a_p, {var(ib), var(pp), imm(a), imm(0)}, s.input);
+      Expr row = simplify(add(row0, imm(a)));
+      if (t.bm * nmb - s.M > 0 || s.M % tm != 0) row = call(MathFn::Min, {row, imm(s.M - 1)});
+      std::vector<Expr> idx;
+      for (const Expr& i : aread->operands)
+        idx.push_back(i->name == s.i   ? row
+                      : i->name == s.k ? simplify(mul(var(pp), imm(2)))
+                                       : batch_at.at(i->name));
+      return access(s.a, idx, s.input);
+    };
+    std::vector<Stmt> zero, mma, out;
+    for (int64_t a = 0; a < tm; ++a)
+      for (int64_t cc = 0; cc < tn; ++cc) {
+        const std::vector<Expr> vec = {imm(a), imm(cc), imm(0), imm(0)};
+        zero.push_back(matrix_zero(acc, vec, 1, un));
+        mma.push_back(matrix_mma_pairs(acc, vec, a_pair(a), access(b_p, {var(pp), imm(cc * 2 * un)}, s.input), 1, un, 2));
+        std::vector<Expr> origin;
+        for (const std::string& v : s.batch) origin.push_back(batch_at.at(v));
+        origin.push_back(simplify(add(row0, imm(a))));
+        origin.push_back(simplify(add(add(var(j0), mul(var(jb), imm(mn))), imm(cc * un))));
+        out.push_back(matrix_store(s.output, origin, access(acc, vec, DType::F32), 1, un));
+      }
+    Stmt k_loop = loop(pp, npairs, block(mma));
+    micro = block({block(zero), k_loop, block(out)});
+    if (t.bm * nmb - s.M >= tm) micro = if_then(less(row0, s.M), micro);
+  }
+  Stmt col = block({panel, loop(ib, rows_per_task, micro)});
+  if (t.bn * nnb - s.N >= mn) col = if_then(less(simplify(add(var(j0), mul(var(jb), imm(mn)))), s.N), col);
+  Stmt body = in_place ? loop(jb, t.bn / mn, col) : block({pack_a, loop(jb, t.bn / mn, col)});
+  body = allocate(acc, DType::F32, {tm, tn, 1, un}, MemScope::Register, body);
+  body = allocate(b_p, s.input, {npairs, 2 * mn}, MemScope::Local, body);
+  if (!in_place) body = allocate(a_p, s.input, {rows_per_task, npairs, tm, 2}, MemScope::Local, body);
+  for (size_t q = lets.size(); q-- > 0;) body = let_stmt(lets[q].first, lets[q].second, body);
+  return replace_launch(p, replaced, func_name, for_loop(task, imm(0), imm(tasks), ForKind::GridX, body));
+}
+
 } // namespace
 
 std::optional<MatrixSite> contraction_site(const Kernel& k, const ShapeBindings& b, const std::string& output,
@@ -607,8 +852,7 @@ std::optional<MatrixSite> matrix_site(const Kernel& k, const ShapeBindings& b, c
   for (const hcd::MatrixUnit& u : h.matrix_units) {
     const bool takes = std::find(u.input_dtypes.begin(), u.input_dtypes.end(), s.input) != u.input_dtypes.end();
     const bool precision = u.precision == "inputs" || (tf32 && u.precision == "tf32" && s.input == DType::F32);
-    // Tile registers print as AMX's tdpbf16ps: 16 x 16 += 16 x 32 x 16, bf16.
-    const bool printable = !tile_registers_launch(h) || (u.m == 16 && u.n == 16 && u.k == 32 && s.input == DType::BF16);
+    const bool printable = !tile_registers_launch(h) || c_prints_unit(h, u);
     if (takes && precision && printable && u.accumulator == DType::F32 && u.m > 0 && u.n > 0 && u.k > 0) {
       s.unit = u;
       s.tf32 = u.precision == "tf32";
@@ -623,11 +867,22 @@ std::optional<MatrixSite> matrix_site(const Kernel& k, const ShapeBindings& b, c
   return site;
 }
 
+bool c_prints_unit(const hcd::Hcd& h, const hcd::MatrixUnit& u) {
+  auto has = [&](const char* f) { return std::find(h.isa.begin(), h.isa.end(), f) != h.isa.end(); };
+  const bool bf16 = u.input_dtypes == std::vector<DType>{DType::BF16};
+  // AMX's tdpbf16ps: 16 x 16 += 16 x 32 x 16, bf16, on tile registers.
+  if (u.m == 16 && u.n == 16 && u.k == 32) return bf16 && has("amx-tile") && has("amx-bf16");
+  // AVX512-BF16's vdpbf16ps on 512-bit vectors: 1 x 16 += 1 x 2 x 16.
+  if (pair_unit(u)) return bf16 && has("avx512_bf16") && h.vector_bits == 512;
+  return false;
+}
+
 bool dialect_issues_matrix_units(const hcd::Hcd& h) {
   if (h.dialect == "opencl") return false;
   if (h.dialect != "c") return true;
-  auto has = [&](const char* f) { return std::find(h.isa.begin(), h.isa.end(), f) != h.isa.end(); };
-  return has("amx-tile") && has("amx-bf16");
+  for (const hcd::MatrixUnit& u : h.matrix_units)
+    if (c_prints_unit(h, u)) return true;
+  return false;
 }
 
 bool tile_registers_launch(const hcd::Hcd& h) { return h.warp_size <= 1 && h.dialect == "c"; }
@@ -648,7 +903,7 @@ std::vector<MatrixSite> matrix_sites(const Kernel& k, const ShapeBindings& b, co
 }
 
 MatrixTiles matrix_tiles(const MatrixSite& s, const hcd::Hcd& h) {
-  if (tile_registers_launch(h)) return register_tiles(s, h);
+  if (tile_registers_launch(h)) return pair_unit(s.unit) ? pair_tiles(s, h) : register_tiles(s, h);
   const int64_t um = s.unit.m, un = s.unit.n, uk = s.unit.k;
   const int64_t lanes = std::max(1, h.warp_size);
   MatrixTiles t;
@@ -694,7 +949,7 @@ MatrixTiles matrix_tiles(const MatrixSite& s, const hcd::Hcd& h) {
 }
 
 std::vector<std::string> matrix_reasons(const MatrixSite& s, const MatrixTiles& t, const hcd::Hcd& h) {
-  if (tile_registers_launch(h)) return register_reasons(s, t, h);
+  if (tile_registers_launch(h)) return pair_unit(s.unit) ? pair_reasons(s, t, h) : register_reasons(s, t, h);
   std::vector<std::string> r;
   const int64_t lanes = std::max(1, h.warp_size);
   const int64_t wm = t.bm / t.warps_m, wn = t.bn / t.warps_n;
@@ -723,7 +978,8 @@ LoopProgram matrix_unit(const Kernel& k, const LoopProgram& p, const ShapeBindin
   std::optional<MatrixSite> site = matrix_site(k, b, h, output, tf32, &why);
   if (!site) fail(what, why);
   const MatrixSite& s = *site;
-  if (tile_registers_launch(h)) return register_launch(k, p, h, s, tiles);
+  if (tile_registers_launch(h))
+    return pair_unit(s.unit) ? pair_launch(k, p, h, s, tiles) : register_launch(k, p, h, s, tiles);
   MatrixTiles t = matrix_tiles(s, h);
   const int64_t um = s.unit.m, un = s.unit.n, uk = s.unit.k;
   const int64_t lanes = std::max(1, h.warp_size);

@@ -70,15 +70,23 @@ std::optional<MatrixSite> contraction_site(const Kernel& k, const ShapeBindings&
 std::optional<MatrixSite> matrix_site(const Kernel& k, const ShapeBindings& b, const hcd::Hcd& h,
                                       const std::string& output, bool tf32, std::string* why = nullptr);
 
+/// Whether the c dialect prints unit `u` of `h`: a 16x16x32 bf16 unit as Intel AMX's
+/// tdpbf16ps where the isa lists amx-tile and amx-bf16 (tile registers), a 1x16x2 bf16
+/// unit as AVX512-BF16's vdpbf16ps where it lists avx512_bf16 and vectors are 512 bits
+/// (accumulators in vector registers).
+bool c_prints_unit(const hcd::Hcd& h, const hcd::MatrixUnit& u);
+
 /// Whether the HCD's dialect prints matrix statements: cuda (mma.sync), loopir (the sim
-/// interprets them), and c where the HCD's isa lists Intel AMX (amx-tile and amx-bf16:
-/// tile registers, printed as AMX instructions). opencl has no matrix-unit
-/// instructions, nor has c without AMX, so such an HCD that lists a unit keeps its
-/// contractions on the vector units.
+/// interprets them), and c where it prints one of the HCD's units (c_prints_unit).
+/// opencl has no matrix-unit instructions, nor has c without AMX or AVX512-BF16, so such
+/// an HCD that lists a unit keeps its contractions on the vector units.
 bool dialect_issues_matrix_units(const hcd::Hcd& h);
 
 /// Whether matrix launches on `h` are tile-register launches: single-lane cores (HCD
-/// warp_size 1) of the c dialect, whose unit is a file of 8 tile registers (Intel AMX:
+/// warp_size 1) of the c dialect. A 1x16x2 unit (AVX512-BF16) is a vector instruction:
+/// per task the A block packed in k pairs, per column micro-panel the B panel in k
+/// pairs, and per micro-tile of tm rows x tn vectors a k-pair loop of matrix_mma_pairs
+/// on accumulators in vector registers. Otherwise the unit is a file of 8 tile registers (Intel AMX:
 /// 16 x 16 f32 accumulators += 16 x 32 bf16 A x 32 x 16 bf16 B with B in k pairs). Per
 /// task (a block of rows x columns, one per core at a time): the B panel packed in k
 /// pairs and each 32-row A panel packed in k blocks, both in local memory, and per

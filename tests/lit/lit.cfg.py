@@ -91,19 +91,24 @@ config.available_features.update(_device_features())
 # `amx`: the host has Intel AMX tiles for bf16 (the cpu device's detected HCD then lists
 # the matrix unit and bf16 GEMMs run on it). Without it those tests are UNSUPPORTED, and
 # their sim counterparts under a fixed AMX HCD still run.
-def _host_amx():
+def _host_flags():
     try:
         with open("/proc/cpuinfo") as f:
-            flags = f.read().split()
+            return set(f.read().split())
     except OSError:
-        return False
-    return "amx_tile" in flags and "amx_bf16" in flags
+        return set()
 
 
-if _host_amx():
+_flags = _host_flags()
+if "amx_tile" in _flags and "amx_bf16" in _flags:
     config.available_features.add("amx")
 else:
     lit_config.note("no Intel AMX on this host: tests that REQUIRE amx are UNSUPPORTED")
+# `bf16-pairs`: AVX512-BF16 without AMX (Zen 4): the detected HCD lists vdpbf16ps as a
+# 1x16x2 unit and bf16 GEMMs run on it; tests/lit/sim/pairs-gemm.ut checks the same
+# launches on any host.
+if "avx512_bf16" in _flags and "avx512f" in _flags and "amx_bf16" not in _flags:
+    config.available_features.add("bf16-pairs")
 
 # %devices: the devices every differential test runs on, as one `--device a,b` list: those
 # of DIFF_DEVICES that `unitile devices` reports as available here. A new device joins
