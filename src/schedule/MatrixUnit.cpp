@@ -552,7 +552,6 @@ LoopProgram register_launch(const Kernel& k, const LoopProgram& p, const hcd::Hc
 // accumulating the whole of K in registers. A's pairs are broadcast from A itself where
 // A is stored in rows of k and K is even (pair_a_in_place); otherwise the task first
 // packs its A block in k pairs, a_p[micro-row, k / 2, row, 2] (zero-padded).
-bool pair_unit(const hcd::MatrixUnit& u) { return u.m == 1 && u.n == 16 && u.k == 2; }
 
 // Whether A's pairs are read from A: rows of k in memory (each pair is 4 consecutive
 // bytes) and no pair crosses a row's end. A packed per task costs a copy of the A block
@@ -866,6 +865,10 @@ std::optional<MatrixSite> matrix_site(const Kernel& k, const ShapeBindings& b, c
                           s.input == DType::F32 && !tf32 ? " at f32 precision (tf32 only when the schedule asks)" : ""));
   return site;
 }
+
+bool pair_unit(const hcd::MatrixUnit& u) { return u.m == 1 && u.n == 16 && u.k == 2; }
+
+int64_t pair_max_rows(int64_t tn, const hcd::Hcd& h) { return pair_rows(tn, h); }
 
 bool c_prints_unit(const hcd::Hcd& h, const hcd::MatrixUnit& u) {
   auto has = [&](const char* f) { return std::find(h.isa.begin(), h.isa.end(), f) != h.isa.end(); };

@@ -70,6 +70,15 @@ std::optional<MatrixSite> contraction_site(const Kernel& k, const ShapeBindings&
 std::optional<MatrixSite> matrix_site(const Kernel& k, const ShapeBindings& b, const hcd::Hcd& h,
                                       const std::string& output, bool tf32, std::string* why = nullptr);
 
+/// Whether `u` is a 1x16x2 unit: one vector instruction adding to each of 16 f32 lanes a
+/// pair of products (AVX512-BF16's vdpbf16ps), run as a vector pair launch whose tiling
+/// is tm rows x tn vectors of accumulators (MatrixTiles warps_m x warps_n).
+bool pair_unit(const hcd::MatrixUnit& u);
+
+/// The most accumulator rows (tm) of a vector pair micro-tile tn vectors wide on `h`: tm x
+/// tn accumulators, tn B vectors and an A broadcast in its vector registers.
+int64_t pair_max_rows(int64_t tn, const hcd::Hcd& h);
+
 /// Whether the c dialect prints unit `u` of `h`: a 16x16x32 bf16 unit as Intel AMX's
 /// tdpbf16ps where the isa lists amx-tile and amx-bf16 (tile registers), a 1x16x2 bf16
 /// unit as AVX512-BF16's vdpbf16ps where it lists avx512_bf16 and vectors are 512 bits

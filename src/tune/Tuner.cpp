@@ -113,10 +113,17 @@ std::vector<GemmTiling> neighbours(const GemmTiling& t, const GemmSite& s, int l
 // consistent with its site: tm, tn in {1, 2} (the 8 tile registers hold at most 2 x 2
 // accumulators beside the operands), bm and bn multiples of the micro-tile and no larger
 // than the rounded-up extents. So every candidate is one the launch accepts.
-MatrixTiles normalized(MatrixTiles t, const MatrixSite& s) {
+// A vector pair launch (pair_unit) has tm rows x tn vectors of accumulators instead: tn in
+// 1..4, tm from 1 to what the vector registers hold beside them.
+MatrixTiles normalized(MatrixTiles t, const MatrixSite& s, const hcd::Hcd& h) {
   t.bk = s.unit.k;
-  t.warps_m = std::clamp<int64_t>(t.warps_m, 1, 2);
-  t.warps_n = std::clamp<int64_t>(t.warps_n, 1, 2);
+  if (pair_unit(s.unit)) {
+    t.warps_n = std::clamp<int64_t>(t.warps_n, 1, 4);
+    t.warps_m = std::clamp<int64_t>(t.warps_m, 1, std::max<int64_t>(1, pair_max_rows(t.warps_n, h)));
+  } else {
+    t.warps_m = std::clamp<int64_t>(t.warps_m, 1, 2);
+    t.warps_n = std::clamp<int64_t>(t.warps_n, 1, 2);
+  }
   const int64_t mm = t.warps_m * s.unit.m, mn = t.warps_n * s.unit.n;
   t.bm = std::clamp(round_up(std::max<int64_t>(t.bm, 1), mm), mm, round_up(s.M, mm));
   t.bn = std::clamp(round_up(std::max<int64_t>(t.bn, 1), mn), mn, round_up(s.N, mn));
@@ -124,20 +131,28 @@ MatrixTiles normalized(MatrixTiles t, const MatrixSite& s) {
 }
 
 // One step along each: the task's rows and columns by a factor of two, the accumulator
-// grid's rows and columns switched between one and two tiles.
-std::vector<MatrixTiles> neighbours(const MatrixTiles& t, const MatrixSite& s) {
+// grid's rows and columns switched between one and two tiles (a vector pair micro-tile:
+// two rows and one vector more or fewer).
+std::vector<MatrixTiles> neighbours(const MatrixTiles& t, const MatrixSite& s, const hcd::Hcd& h) {
   std::vector<MatrixTiles> out;
   auto add = [&](auto change) {
     MatrixTiles n = t;
     change(n);
-    out.push_back(normalized(n, s));
+    out.push_back(normalized(n, s, h));
   };
   add([](MatrixTiles& n) { n.bm *= 2; });
   add([](MatrixTiles& n) { n.bm /= 2; });
   add([](MatrixTiles& n) { n.bn *= 2; });
   add([](MatrixTiles& n) { n.bn /= 2; });
-  add([](MatrixTiles& n) { n.warps_m = 3 - n.warps_m; });
-  add([](MatrixTiles& n) { n.warps_n = 3 - n.warps_n; });
+  if (pair_unit(s.unit)) {
+    add([](MatrixTiles& n) { n.warps_m += 2; });
+    add([](MatrixTiles& n) { n.warps_m -= 2; });
+    add([](MatrixTiles& n) { n.warps_n += 1; });
+    add([](MatrixTiles& n) { n.warps_n -= 1; });
+  } else {
+    add([](MatrixTiles& n) { n.warps_m = 3 - n.warps_m; });
+    add([](MatrixTiles& n) { n.warps_n = 3 - n.warps_n; });
+  }
   return out;
 }
 
@@ -406,8 +421,8 @@ TuneResult tune_kernel(Session& device, Session& sim, TuningDatabase& db, const 
       };
       auto id = [](const MatrixTiles& t) { return std::make_tuple(t.bm, t.bn, t.bk, t.warps_m, t.warps_n); };
       const auto beam = beam_search(
-          search, normalized(start, *site), current_ms ? *current_ms : 1e300, options.beam, id,
-          [&](const MatrixTiles& t) { return neighbours(t, *site); }, with);
+          search, normalized(start, *site, hcd), current_ms ? *current_ms : 1e300, options.beam, id,
+          [&](const MatrixTiles& t) { return neighbours(t, *site, hcd); }, with);
       if (!beam.empty() && beam.front().second < (current_ms ? *current_ms : 1e300)) {
         current = with(beam.front().first);
         current_ms = beam.front().second;

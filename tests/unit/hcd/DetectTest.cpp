@@ -68,7 +68,18 @@ TEST(HcdDetect, IsaFeaturesAreConsistent) {
   if (has_feature(h, "avx2")) {
     EXPECT_TRUE(has_feature(h, "avx"));
   }
-  EXPECT_EQ(has_feature(h, "amx-bf16"), !h.matrix_units.empty());
+  // The matrix unit: AMX's 16x16x32 tiles where cpuid reports them, else AVX512-BF16's
+  // vdpbf16ps as a 1x16x2 unit on 512-bit vectors (Zen 4), else none.
+  const bool amx = has_feature(h, "amx-bf16");
+  const bool pairs = !amx && has_feature(h, "avx512_bf16") && h.vector_bits == 512;
+  ASSERT_EQ(h.matrix_units.size(), amx || pairs ? 1u : 0u);
+  if (amx || pairs) {
+    const MatrixUnit& u = h.matrix_units[0];
+    EXPECT_EQ(std::vector<int>({u.m, u.n, u.k}), amx ? std::vector<int>({16, 16, 32}) : std::vector<int>({1, 16, 2}));
+    EXPECT_EQ(u.input_dtypes, std::vector<DType>{DType::BF16});
+    EXPECT_EQ(u.accumulator, DType::F32);
+  }
+  EXPECT_EQ(__builtin_cpu_supports("avx512bf16") != 0, has_feature(h, "avx512_bf16"));
   EXPECT_EQ(__builtin_cpu_supports("avx2") != 0, has_feature(h, "avx2"));
   EXPECT_EQ(__builtin_cpu_supports("avx512f") != 0, has_feature(h, "avx512f"));
   EXPECT_EQ(h.target_triple, "x86_64-linux-gnu");
