@@ -155,6 +155,16 @@ std::string summary(const Hcd& h) {
      << (h.units == 1 ? " unit" : " units");
   if (auto isa = headline_isa(h); !isa.empty()) os << ", " << isa;
   os << ", " << h.vector_bits << "-bit vectors (" << h.lanes_for(DType::F32) << " x f32)";
+  // The matrix units, shape and what they take: "matrix 16x8x16 f16/bf16, 16x8x8 tf32".
+  for (size_t u = 0; u < h.matrix_units.size(); ++u) {
+    const MatrixUnit& m = h.matrix_units[u];
+    os << (u == 0 ? ", matrix " : ", ") << m.m << "x" << m.n << "x" << m.k << " ";
+    if (m.precision == "tf32") {
+      os << "tf32";
+      continue;
+    }
+    for (size_t d = 0; d < m.input_dtypes.size(); ++d) os << (d ? "/" : "") << dtype_name(m.input_dtypes[d]);
+  }
   if (h.warp_size > 1) os << ", warp " << h.warp_size;
   // The outermost level is main memory; the summary is about what sits in front of it.
   size_t shown = h.memory.size() > 1 ? h.memory.size() - 1 : h.memory.size();

@@ -566,6 +566,8 @@ int64_t pair_rows(int64_t tn, const hcd::Hcd& h) { return (h.vector_registers - 
 MatrixTiles pair_tiles(const MatrixSite& s, const hcd::Hcd& h) {
   MatrixTiles t;
   t.bk = s.unit.k;
+  // 8 rows x 2 vectors: 16 accumulators, more than the multiply's latency needs; on Zen 4
+  // (2048^3) 8 x 3 and 6 x 4 were no faster, 12 x 2 and 14 x 2 slower (docs/PERFORMANCE.md).
   t.warps_n = s.N > s.unit.n ? 2 : 1;
   t.warps_m = std::max<int64_t>(1, std::min<int64_t>({8, pair_rows(t.warps_n, h), s.M}));
   const int64_t mm = t.warps_m, mn = t.warps_n * s.unit.n;

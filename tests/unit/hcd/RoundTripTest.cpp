@@ -201,8 +201,8 @@ TEST(HcdSummary, OneLineWithTheNumbersThatMatter) {
   EXPECT_EQ(summary(builtin("sim")),
             "sim: cpu, 4 units, 256-bit vectors (8 x f32), L1 32 KiB, L2 1 MiB, dialect loopir");
   EXPECT_EQ(summary(builtin("nvidia-h200")),
-            "nvidia-h200: gpu, 132 units, sm_90, 128-bit vectors (4 x f32), warp 32, "
-            "registers 256 KiB, shared 228 KiB, L2 50 MiB, dialect cuda");
+            "nvidia-h200: gpu, 132 units, sm_90, 128-bit vectors (4 x f32), matrix 16x8x16 f16/bf16, 16x8x8 "
+            "tf32, 16x8x32 i8, warp 32, registers 256 KiB, shared 228 KiB, L2 50 MiB, dialect cuda");
   Hcd host = builtin("sim");
   host.name = "host-cpu";
   host.plugin = "cpu";
@@ -213,6 +213,9 @@ TEST(HcdSummary, OneLineWithTheNumbersThatMatter) {
   host.memory = {MemoryLevel{"L1", "local", 48 << 10}, MemoryLevel{"L2", "local", 2 << 20},
                  MemoryLevel{"L3", "shared", 105 << 20}, MemoryLevel{"DRAM", "global", int64_t{1} << 34}};
   EXPECT_EQ(summary(host), "host-cpu: cpu, 2 units, avx512f, 512-bit vectors (16 x f32), "
+                           "L1 48 KiB, L2 2 MiB, L3 105 MiB, dialect c");
+  host.matrix_units = {MatrixUnit{16, 16, 32, {DType::BF16}, DType::F32}};
+  EXPECT_EQ(summary(host), "host-cpu: cpu, 2 units, avx512f, 512-bit vectors (16 x f32), matrix 16x16x32 bf16, "
                            "L1 48 KiB, L2 2 MiB, L3 105 MiB, dialect c");
   EXPECT_EQ(summary(builtin("host-cpu")).rfind("host-cpu: cpu, ", 0), 0u);
 }
