@@ -15,6 +15,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <tuple>
 
 namespace unitile::codegen {
 
@@ -1480,6 +1481,30 @@ private:
     return false;
   }
 
+  // The start of a matrix_store into `b` on a CPU (AMX tiles, vector pairs): opens a C
+  // block declaring the tile's first row and column (ut_r0, ut_c0) and its linear offset
+  // (ut_o); returns the destination's rows, columns and element base.
+  std::tuple<int64_t, int64_t, std::string> open_tile_store(const StmtNode& s, const BufferView& b) {
+    const size_t r = b.shape.size();
+    line("{");
+    ++indent_;
+    line(fmt::format("const int64_t ut_r0 = {}, ut_c0 = {};", strip_parens(expr(s.indices[r - 2])),
+                     strip_parens(expr(s.indices[r - 1]))));
+    line(fmt::format("const int64_t ut_o = {};", linear_index(s.indices, b.shape)));
+    return {b.shape[r - 2], b.shape[r - 1], element_base(s.buffer, b)};
+  }
+
+  // The f32 accumulator element `v` as stored into `b` (rounded to bf16 where it holds
+  // bf16).
+  std::string stored_value(const BufferView& b, const std::string& v) {
+    if (b.dtype != DType::BF16)
+      return v;
+    if (b.holds_compute_type)
+      return round16(v, b.dtype);
+    helpers_.need("ut_f32_to_bf16");
+    return fmt::format("ut_f32_to_bf16({})", v);
+  }
+
   // Whether `s` holds a matrix statement on AMX tiles (not a 1 x 16 vector pair).
   bool has_amx_matrix(const Stmt& s) const {
     if (!s)
@@ -1596,23 +1621,8 @@ private:
     if (b.dtype != DType::F32 && b.dtype != DType::BF16)
       throw matrix_error(fmt::format("matrix_store into '{}' of dtype {}: vector pairs store f32 or bf16", s.buffer,
                                      dtype_name(b.dtype)));
-    const size_t r = b.shape.size();
-    const int64_t rows = b.shape[r - 2], cols = b.shape[r - 1];
-    const std::string base = element_base(s.buffer, b);
-    line("{");
-    ++indent_;
-    line(fmt::format("const int64_t ut_r0 = {}, ut_c0 = {};", strip_parens(expr(s.indices[r - 2])),
-                     strip_parens(expr(s.indices[r - 1]))));
-    line(fmt::format("const int64_t ut_o = {};", linear_index(s.indices, b.shape)));
-    std::string v = "ut_lane[ut_c]";
-    if (b.dtype == DType::BF16) {
-      if (b.holds_compute_type) {
-        v = round16(v, b.dtype);
-      } else {
-        helpers_.need("ut_f32_to_bf16");
-        v = fmt::format("ut_f32_to_bf16({})", v);
-      }
-    }
+    const auto [rows, cols, base] = open_tile_store(s, b);
+    const std::string v = stored_value(b, "ut_lane[ut_c]");
     line(fmt::format("if (ut_r0 < {}) {{", int_literal(rows, true)));
     ++indent_;
     if (!b.holds_compute_type) {
@@ -1734,14 +1744,7 @@ private:
     if (b.dtype != DType::F32 && b.dtype != DType::BF16)
       throw matrix_error(fmt::format("matrix_store into '{}' of dtype {}: AMX stores f32 or bf16", s.buffer,
                                      dtype_name(b.dtype)));
-    const size_t r = b.shape.size();
-    const int64_t rows = b.shape[r - 2], cols = b.shape[r - 1];
-    const std::string base = element_base(s.buffer, b);
-    line("{");
-    ++indent_;
-    line(fmt::format("const int64_t ut_r0 = {}, ut_c0 = {};", strip_parens(expr(s.indices[r - 2])),
-                     strip_parens(expr(s.indices[r - 1]))));
-    line(fmt::format("const int64_t ut_o = {};", linear_index(s.indices, b.shape)));
+    const auto [rows, cols, base] = open_tile_store(s, b);
     const bool direct = b.dtype == DType::F32 && !b.holds_compute_type;
     if (direct) {
       line(fmt::format("if (ut_r0 + 16 <= {} && ut_c0 + 16 <= {}) {{", int_literal(rows, true),
@@ -1754,15 +1757,7 @@ private:
     }
     line("float ut_tile[256] __attribute__((aligned(64)));");
     line(fmt::format("UT_TILE_STORE({}, ut_tile, 64);", t));
-    std::string v = "ut_tile[ut_r * 16 + ut_c]";
-    if (b.dtype == DType::BF16) {
-      if (b.holds_compute_type) {
-        v = round16(v, b.dtype);
-      } else {
-        helpers_.need("ut_f32_to_bf16");
-        v = fmt::format("ut_f32_to_bf16({})", v);
-      }
-    }
+    const std::string v = stored_value(b, "ut_tile[ut_r * 16 + ut_c]");
     const bool vector_rows =
         b.dtype == DType::BF16 && !b.holds_compute_type && d_.vector_syntax == VectorSyntax::Gcc;
     if (vector_rows) {

@@ -147,6 +147,41 @@ void fail(const std::string& what, const std::string& why) {
   throw UserError(fmt::format("error: schedule: {}: {}", what, why));
 }
 
+// The launches lowering made for the site's statement (its update and, for in-place sums,
+// its init), which the matrix launch replaces; a UserError if the update was already
+// replaced by an earlier primitive.
+std::vector<size_t> statement_launches(const Kernel& k, const LoopProgram& p, const MatrixSite& s,
+                                       const std::string& what) {
+  const std::string func_name = fmt::format("{}_{}", k.name, s.statement);
+  std::vector<size_t> replaced;
+  bool has_update = false;
+  for (size_t f = 0; f < p.funcs.size(); ++f)
+    if (p.funcs[f].name == func_name || p.funcs[f].name == func_name + "_init") {
+      replaced.push_back(f);
+      has_update |= p.funcs[f].name == func_name;
+    }
+  if (!has_update)
+    fail(what, fmt::format("the launch of statement {} was already changed by an earlier primitive; put matrix_unit "
+                           "first",
+                           s.statement));
+  return replaced;
+}
+
+// A copy of one operand element into a packed panel: `tensor` read at `at` (its row, k
+// or column variables bound to expressions; the batch variables as the task's), zero
+// where `in_range` fails.
+Stmt packed_copy(const Kernel& k, const MatrixSite& s, const std::map<std::string, Expr>& batch_at,
+                 const std::string& tensor, const LoopBuffer& buf, const std::string& panel,
+                 std::vector<Expr> panel_at, std::map<std::string, Expr> at, Expr in_range) {
+  const ExprNode* read = site_read(k, s, tensor);
+  for (const auto& [v, e] : batch_at) at[v] = e;
+  std::vector<Expr> idx;
+  for (const Expr& i : read->operands) idx.push_back(simplify(at.at(i->name)));
+  Stmt st = store(panel, panel_at, access(tensor, idx, buf.dtype));
+  if (in_range) st = if_then(in_range, st, store(panel, panel_at, float_imm(0.0, buf.dtype)));
+  return st;
+}
+
 // ---- tile-register launches (tile_registers_launch): the tiles of one core, AMX-style.
 //
 // The unit's registers hold whole tiles: up to 2 x 2 f32 accumulator tiles of a
@@ -286,15 +321,7 @@ LoopProgram register_launch(const Kernel& k, const LoopProgram& p, const hcd::Hc
                            "micro-tile",
                            t.bm, t.bn, t.bk, tm, tn, um, un, uk));
   const std::string func_name = fmt::format("{}_{}", k.name, s.statement);
-  std::vector<size_t> replaced;
-  for (size_t f = 0; f < p.funcs.size(); ++f)
-    if (p.funcs[f].name == func_name || p.funcs[f].name == func_name + "_init") replaced.push_back(f);
-  bool has_update = false;
-  for (size_t f : replaced) has_update |= p.funcs[f].name == func_name;
-  if (!has_update)
-    fail(what, fmt::format("the launch of statement {} was already changed by an earlier primitive; put matrix_unit "
-                           "first",
-                           s.statement));
+  const std::vector<size_t> replaced = statement_launches(k, p, s, what);
   const LoopBuffer* abuf = p.find_buffer(s.a);
   const LoopBuffer* bbuf = p.find_buffer(s.b);
   if (!p.find_buffer(s.output) || !abuf || !bbuf) fail(what, "the contraction's tensors are not buffers of the program");
@@ -316,13 +343,7 @@ LoopProgram register_launch(const Kernel& k, const LoopProgram& p, const hcd::Hc
   // row/k/column variables bound to expressions), zero where `in_range` fails.
   auto packed = [&](const std::string& tensor, const LoopBuffer& buf, const std::string& panel,
                     std::vector<Expr> panel_at, std::map<std::string, Expr> at, Expr in_range) {
-    const ExprNode* read = site_read(k, s, tensor);
-    for (const auto& [v, e] : batch_at) at[v] = e;
-    std::vector<Expr> idx;
-    for (const Expr& i : read->operands) idx.push_back(simplify(at.at(i->name)));
-    Stmt st = store(panel, panel_at, access(tensor, idx, buf.dtype));
-    if (in_range) st = if_then(in_range, st, store(panel, panel_at, float_imm(0.0, buf.dtype)));
-    return st;
+    return packed_copy(k, s, batch_at, tensor, buf, panel, std::move(panel_at), std::move(at), std::move(in_range));
   };
   auto conj = [](Expr a, Expr b) { return a ? binary(BinaryOp::And, a, b) : b; };
   auto loop = [](const std::string& v, int64_t n, Stmt body, ForKind kind = ForKind::Serial) {
@@ -633,15 +654,7 @@ LoopProgram pair_launch(const Kernel& k, const LoopProgram& p, const hcd::Hcd& h
                            "deep, and the block is a multiple of the micro-tile ({} x {})",
                            t.bm, t.bn, t.bk, tm, tn, tn, h.vector_registers, tm, mn));
   const std::string func_name = fmt::format("{}_{}", k.name, s.statement);
-  std::vector<size_t> replaced;
-  for (size_t f = 0; f < p.funcs.size(); ++f)
-    if (p.funcs[f].name == func_name || p.funcs[f].name == func_name + "_init") replaced.push_back(f);
-  bool has_update = false;
-  for (size_t f : replaced) has_update |= p.funcs[f].name == func_name;
-  if (!has_update)
-    fail(what, fmt::format("the launch of statement {} was already changed by an earlier primitive; put matrix_unit "
-                           "first",
-                           s.statement));
+  const std::vector<size_t> replaced = statement_launches(k, p, s, what);
   const LoopBuffer* abuf = p.find_buffer(s.a);
   const LoopBuffer* bbuf = p.find_buffer(s.b);
   if (!p.find_buffer(s.output) || !abuf || !bbuf) fail(what, "the contraction's tensors are not buffers of the program");
@@ -663,13 +676,7 @@ LoopProgram pair_launch(const Kernel& k, const LoopProgram& p, const hcd::Hcd& h
   };
   auto packed = [&](const std::string& tensor, const LoopBuffer& buf, const std::string& panel,
                     std::vector<Expr> panel_at, std::map<std::string, Expr> at, Expr in_range) {
-    const ExprNode* read = site_read(k, s, tensor);
-    for (const auto& [v, e] : batch_at) at[v] = e;
-    std::vector<Expr> idx;
-    for (const Expr& i : read->operands) idx.push_back(simplify(at.at(i->name)));
-    Stmt st = store(panel, panel_at, access(tensor, idx, buf.dtype));
-    if (in_range) st = if_then(in_range, st, store(panel, panel_at, float_imm(0.0, buf.dtype)));
-    return st;
+    return packed_copy(k, s, batch_at, tensor, buf, panel, std::move(panel_at), std::move(at), std::move(in_range));
   };
 
   // 1. The task's A block in k pairs: a_p[ib, pp, r, e] = A[i0 + ib * tm + r, 2 pp + e],
@@ -1002,15 +1009,7 @@ LoopProgram matrix_unit(const Kernel& k, const LoopProgram& p, const ShapeBindin
 
   // The statement's launches, as lowering made them: the update and (in-place sums) its init.
   const std::string func_name = fmt::format("{}_{}", k.name, s.statement);
-  std::vector<size_t> replaced;
-  for (size_t f = 0; f < p.funcs.size(); ++f)
-    if (p.funcs[f].name == func_name || p.funcs[f].name == func_name + "_init") replaced.push_back(f);
-  bool has_update = false;
-  for (size_t f : replaced) has_update |= p.funcs[f].name == func_name;
-  if (!has_update)
-    fail(what, fmt::format("the launch of statement {} was already changed by an earlier primitive; put matrix_unit "
-                           "first",
-                           s.statement));
+  const std::vector<size_t> replaced = statement_launches(k, p, s, what);
   const LoopBuffer* cbuf = p.find_buffer(output);
   const LoopBuffer* abuf = p.find_buffer(s.a);
   const LoopBuffer* bbuf = p.find_buffer(s.b);
