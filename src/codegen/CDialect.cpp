@@ -28,6 +28,7 @@ const CDialect& c_dialect() {
     c.vector_syntax = VectorSyntax::Gcc;
     c.barrier = ""; // blocks of the c dialect have one thread
     c.prefetch = "__builtin_prefetch({address});";
+    c.prefetch_l2 = "__builtin_prefetch({address}, 0, 2);";
     c.amx_tiles = true;
     return c;
   }();

@@ -98,6 +98,9 @@ struct CDialect {
   /// Statement a Prefetch (a cache hint) becomes; `{address}` is the element's address.
   /// Empty: the dialect prints nothing for it.
   std::string_view prefetch;
+  /// The same for a hint into the second-level cache (Prefetch's cache_level 2); empty:
+  /// `prefetch`.
+  std::string_view prefetch_l2;
   /// Whether Matrix statements (a matrix unit's tile operations, Loop.h) print as PTX
   /// `mma.sync` on the 32 lanes of a warp (thread.x), their accumulators distributed in
   /// the instruction's fragment layout. Dialects without it refuse Matrix statements.

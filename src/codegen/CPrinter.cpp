@@ -953,10 +953,11 @@ private:
   void prefetch(const StmtNode& s) {
     if (d_.prefetch.empty())
       return;
+    const std::string_view hint = s.cache_level == 2 && !d_.prefetch_l2.empty() ? d_.prefetch_l2 : d_.prefetch;
     const BufferView& b = buffer(s.buffer);
     const std::string at = fmt::format("&{}[{}]", element_base(s.buffer, b), linear_index(s.indices, b.shape));
     if (s.shape.empty() || s.shape[0] == 1) {
-      line(replace_all(std::string(d_.prefetch), "{address}", at));
+      line(replace_all(std::string(hint), "{address}", at));
       return;
     }
     // Rows of a tile: one pointer and constant offsets (with each row's address written
@@ -969,7 +970,7 @@ private:
     line(fmt::format("const {}* {} = {};", b.holds_compute_type ? value_type(b.dtype) : storage_type(b.dtype), ptr,
                      at));
     for (int64_t r = 0; r < s.shape[0]; ++r)
-      line(replace_all(std::string(d_.prefetch), "{address}",
+      line(replace_all(std::string(hint), "{address}",
                        r == 0 ? ptr : fmt::format("{} + {}", ptr, int_literal(r * stride, true))));
     --indent_;
     line("}");

@@ -156,8 +156,10 @@ constexpr std::string_view kOpenCLPrelude =
     // the hint); on a CPU target (one flat address space) clang's builtin is a real one.
     "#if defined(__x86_64__) || defined(__i386__) || defined(__aarch64__) || defined(__riscv)\n"
     "#define ut_prefetch(p) __builtin_prefetch(p)\n"
+    "#define ut_prefetch_l2(p) __builtin_prefetch(p, 0, 2)\n"
     "#else\n"
     "#define ut_prefetch(p) prefetch(p, 1)\n"
+    "#define ut_prefetch_l2(p) prefetch(p, 1)\n"
     "#endif\n";
 
 } // namespace
@@ -191,6 +193,7 @@ const CDialect& opencl_dialect() {
     c.heap_allocations = false;
     c.round_half_even = "rint";
     c.prefetch = "ut_prefetch({address});";
+    c.prefetch_l2 = "ut_prefetch_l2({address});";
     c.reserved_identifiers = opencl_reserved();
     return c;
   }();

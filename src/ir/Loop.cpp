@@ -146,11 +146,12 @@ Stmt matrix_store(std::string dst, std::vector<Expr> origin, Expr acc, int64_t m
   return s;
 }
 
-Stmt prefetch(std::string buffer, std::vector<Expr> indices, int64_t rows) {
+Stmt prefetch(std::string buffer, std::vector<Expr> indices, int64_t rows, int cache_level) {
   auto n = node(StmtKind::Prefetch);
   n->buffer = std::move(buffer);
   n->indices = std::move(indices);
   if (rows != 1) n->shape = {rows};
+  n->cache_level = cache_level;
   return n;
 }
 

@@ -83,6 +83,8 @@ struct StmtNode {
   std::vector<int64_t> shape;    // Allocate; Prefetch of rows: {rows}
   MemScope scope = MemScope::Register; // Allocate
   MatrixOp matrix_op = MatrixOp::Zero; // Matrix (shape holds the unit's m, n[, k])
+  int cache_level = 1;  // Prefetch: the cache level the hint fills (1: the nearest, 2: the
+                        // second, leaving the first to the lines in use)
   std::vector<Stmt> body;
 };
 
@@ -96,8 +98,9 @@ Stmt block(std::vector<Stmt> stmts); // flattens nested blocks; one statement st
 Stmt barrier();
 /// A hint that buffer[indices] will be read soon; rows > 1: that element's line and those
 /// of the rows - 1 rows after it along the second-last dimension (a tile's rows; `shape`
-/// holds {rows}).
-Stmt prefetch(std::string buffer, std::vector<Expr> indices, int64_t rows = 1);
+/// holds {rows}). `cache_level` 2 asks for the second-level cache (a hint the dialect
+/// may print as the first-level one).
+Stmt prefetch(std::string buffer, std::vector<Expr> indices, int64_t rows = 1, int cache_level = 1);
 Stmt matrix_zero(std::string acc, std::vector<Expr> origin, int64_t m, int64_t n);
 /// `a` and `b` are Accesses at the operand tiles' origins.
 Stmt matrix_mma(std::string acc, std::vector<Expr> origin, Expr a, Expr b, int64_t m, int64_t n, int64_t k,

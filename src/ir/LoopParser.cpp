@@ -436,7 +436,7 @@ private:
       next();
       return barrier();
     }
-    // `prefetch NAME[indices] [rows N]`; a buffer named prefetch is still stored to as
+    // `prefetch NAME[indices] [rows N] [level L]`; a buffer named prefetch is still stored to as
     // prefetch[..].
     if (t.text == "prefetch" && peek(1).text != "[") {
       next();
@@ -449,7 +449,13 @@ private:
         next();
         rows = expect_int("the number of rows to prefetch (an integer)");
       }
-      return prefetch(name.text, std::move(idx), rows);
+      int64_t level = 1;
+      if (at_keyword("level")) {
+        const Token kw = next();
+        level = expect_int("the cache level to prefetch into (1 or 2)");
+        if (level != 1 && level != 2) fail(kw, fmt::format("a prefetch fills cache level 1 or 2, not {}", level));
+      }
+      return prefetch(name.text, std::move(idx), rows, static_cast<int>(level));
     }
     // `matrix_OP(m, n[, k]) TARGET[origin] ...`; a buffer of that name is still stored to
     // as NAME[..].

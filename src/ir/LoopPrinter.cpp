@@ -178,6 +178,7 @@ void print_stmt(std::string& out, const Stmt& s, int depth) {
   case StmtKind::Prefetch:
     out += "prefetch " + print_target(s->buffer, s->indices);
     if (!s->shape.empty()) out += fmt::format(" rows {}", s->shape[0]);
+    if (s->cache_level != 1) out += fmt::format(" level {}", s->cache_level);
     out += "\n";
     return;
   case StmtKind::Matrix: {
@@ -267,7 +268,9 @@ bool equal(const Stmt& a, const Stmt& b) {
     if (a->var != b->var || !equal(a->value, b->value)) return false;
     break;
   case StmtKind::Prefetch:
-    if (a->buffer != b->buffer || a->shape != b->shape || !equal_exprs(a->indices, b->indices)) return false;
+    if (a->buffer != b->buffer || a->shape != b->shape || a->cache_level != b->cache_level ||
+        !equal_exprs(a->indices, b->indices))
+      return false;
     break;
   case StmtKind::Matrix:
     if (a->matrix_op != b->matrix_op || a->buffer != b->buffer || a->shape != b->shape ||

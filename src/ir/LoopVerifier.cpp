@@ -284,6 +284,8 @@ private:
         fail(fmt::format("a prefetch of rows of '{}' takes one row count of at least 1 and a buffer of rank 2 or "
                          "more",
                          s->buffer));
+      if (s->cache_level != 1 && s->cache_level != 2)
+        fail(fmt::format("a prefetch of '{}' fills cache level 1 or 2, not {}", s->buffer, s->cache_level));
       for (const Expr& i : s->indices) {
         check_expr(i);
         if (!is_index_type(i->type))

@@ -72,7 +72,7 @@ Stmt apply_one(const LoopProgram& p, const Stmt& body, const Primitive& x, const
   case PrimitiveKind::Stage: return stage_buffer(p, body, x.buffer, x.scope, x.at);
   case PrimitiveKind::CacheWrite: return cache_write(p, body, x.buffer, x.scope, x.at);
   case PrimitiveKind::MicroKernel: return micro_kernel(p, body, x.at, hcd);
-  case PrimitiveKind::Prefetch: return prefetch_next(body, x.buffer, x.at);
+  case PrimitiveKind::Prefetch: return prefetch_next(body, x.buffer, x.at, x.factors.empty() ? 1 : static_cast<int>(x.factors[0]));
   case PrimitiveKind::KeepTerms: return keep_terms(p, body, x.buffer, x.at);
   case PrimitiveKind::Hoist: return hoist_invariants(p, body, x.buffer, x.at);
   case PrimitiveKind::Threads: return threads_loop(body, x.vars[0], x.factors[0], hcd);

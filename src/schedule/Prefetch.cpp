@@ -79,10 +79,12 @@ const StmtNode* hinted_nest(const Stmt& s, const std::string& buffer, const std:
 
 } // namespace
 
-Stmt prefetch_next(const Stmt& body, const std::string& buffer, const std::string& at) {
+Stmt prefetch_next(const Stmt& body, const std::string& buffer, const std::string& at, int cache_level) {
   auto fail = [&](const std::string& why) {
     return UserError(fmt::format("error: schedule: prefetch {} at {}: {}", buffer, at, why));
   };
+  if (cache_level != 1 && cache_level != 2)
+    throw fail(fmt::format("cache level {}: a prefetch fills level 1 or 2", cache_level));
   std::vector<const StmtNode*> loops = find_loops(body, at);
   if (loops.empty())
     throw fail(fmt::format("no loop '{}' here", at));
@@ -158,7 +160,7 @@ Stmt prefetch_next(const Stmt& body, const std::string& buffer, const std::strin
         moved.push_back(simplify(rewrite(i, [&](const Expr& e) -> Expr {
           return e->kind == ExprKind::Var && e->name == at ? next : e;
         })));
-      hints.push_back(prefetch(buffer, std::move(moved)));
+      hints.push_back(prefetch(buffer, std::move(moved), 1, cache_level));
     }
     Stmt inner_body = inner->body[0];
     hints.push_back(inner_body);

@@ -59,10 +59,12 @@ Stmt vectorize_reduction(const Stmt& body, const std::string& v,
 bool is_vectorizable_reduction(const Stmt& loop, const std::string& acc, int lanes);
 
 /// prefetch: in loop `at` (constant extent), the innermost loop of the last loop nest
-/// of its body that reads `buffer` (the longest such nest, if a tail loop follows) also hints the caches with each of its reads of `buffer` that move with
-/// `at`, at the next iteration of `at` (the last iteration hints its own elements).
-/// Results never change: a Prefetch statement is only a hint (Prefetch.cpp).
-Stmt prefetch_next(const Stmt& body, const std::string& buffer, const std::string& at);
+/// of its body that reads `buffer` (the longest such nest, if a tail loop follows) also
+/// hints the caches with each of its reads of `buffer` that move with `at`, at the next
+/// iteration of `at` (the last iteration hints its own elements), into cache level
+/// `cache_level` (1 or 2). Results never change: a Prefetch statement is only a hint
+/// (Prefetch.cpp).
+Stmt prefetch_next(const Stmt& body, const std::string& buffer, const std::string& at, int cache_level = 1);
 
 /// keep_terms: in loop `at`, the reduction into `buffer` (a register accumulator over a
 /// loop j: `acc[0] = OP(acc[0], term)`, then `buffer[..] = acc[0]`) is followed by a loop

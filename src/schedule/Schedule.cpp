@@ -40,7 +40,7 @@ constexpr MemScope kScopes[] = {MemScope::Global, MemScope::Shared, MemScope::Lo
 const char* kUsage =
     "primitives: split V F [as O, I]; tile V F, W G; reorder V, W, ...; fuse V, W [as N]; "
     "parallel V; vectorize V; unroll V; bind V grid.x|thread.x|...; stage T local|shared|register "
-    "at V; cache_write T register|local at V; compute_at T at V; prefetch T at V; keep_terms T at V; hoist T at V; stream T; inline T; widen T; pretranspose T on U; microkernel V; fold_init T; epilogue T; any of "
+    "at V; cache_write T register|local at V; compute_at T at V; prefetch T at V [level 2]; keep_terms T at V; hoist T at V; stream T; inline T; widen T; pretranspose T on U; microkernel V; fold_init T; epilogue T; any of "
     "them may end with `on T` (the statement writing T); flash_attention O [rows R keys K [threads TY TX]]; matrix_unit C [tiles BM BN BK "
     "warps WM WN] [tf32]; threads V T; block_rows V T; thread_gemm C [tiles BM BN BK thread TM TN]";
 
@@ -191,6 +191,13 @@ public:
       p.buffer = ident(next("a tensor name"), "a tensor name");
       keyword("at");
       p.at = ident(next("a loop variable after 'at'"), "a loop variable");
+      if (p.kind == PrimitiveKind::Prefetch && more() && peek().text == "level") {
+        ++pos_;
+        const Word& w = peek();
+        const int64_t level = factor();
+        if (level > 2) fail(w, fmt::format("a prefetch fills cache level 1 or 2, not {}", level), kUsage);
+        if (level != 1) p.factors.push_back(level);
+      }
       break;
     case PrimitiveKind::Inline:
     case PrimitiveKind::Widen:
@@ -341,9 +348,12 @@ std::string to_text(const Schedule& s) {
       line += fmt::format(" {} {} at {}", p.buffer, mem_scope_name(p.scope), p.at);
       break;
     case PrimitiveKind::ComputeAt:
-    case PrimitiveKind::Prefetch:
     case PrimitiveKind::KeepTerms:
     case PrimitiveKind::Hoist: line += fmt::format(" {} at {}", p.buffer, p.at); break;
+    case PrimitiveKind::Prefetch:
+      line += fmt::format(" {} at {}", p.buffer, p.at);
+      if (!p.factors.empty()) line += fmt::format(" level {}", p.factors[0]);
+      break;
     case PrimitiveKind::Inline:
     case PrimitiveKind::Widen:
     case PrimitiveKind::Pretranspose:
