@@ -113,10 +113,16 @@ public:
       auto it = stored_.find(n->name);
       if (it == stored_.end())
         return;
+      // The same element as the store's, or in a dimension where neither index moves
+      // with the loop (nor reads a tensor) maybe another: those two are then either equal
+      // for the whole loop (the same element again) or never (no overlap); a defer's two
+      // row buffers, [r % 2, j] stored and [(r + 1) % 2, j] read, are such a pair.
       const auto& idx = it->second->indices;
       bool same = idx.size() == n->operands.size();
       for (size_t k = 0; same && k < idx.size(); ++k)
-        same = equal(idx[k], n->operands[k]);
+        same = equal(idx[k], n->operands[k]) ||
+               (!uses_var(idx[k], var_) && !uses_var(n->operands[k], var_) && !reads_tensor(idx[k]) &&
+                !reads_tensor(n->operands[k]));
       ok &= same;
     });
     return ok;

@@ -75,6 +75,7 @@ Stmt apply_one(const LoopProgram& p, const Stmt& body, const Primitive& x, const
   case PrimitiveKind::Prefetch: return prefetch_next(body, x.buffer, x.at, x.factors.empty() ? 1 : static_cast<int>(x.factors[0]));
   case PrimitiveKind::KeepTerms: return keep_terms(p, body, x.buffer, x.at);
   case PrimitiveKind::Hoist: return hoist_invariants(p, body, x.buffer, x.at);
+  case PrimitiveKind::Defer: return defer_last_pass(p, body, x.buffer, x.at, x.factors.empty() ? 16 : x.factors[0]);
   case PrimitiveKind::Threads: return threads_loop(body, x.vars[0], x.factors[0], hcd);
   case PrimitiveKind::ThreadGemm:
   case PrimitiveKind::BlockRows:

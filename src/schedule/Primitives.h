@@ -77,6 +77,12 @@ Stmt keep_terms(const LoopProgram& p, const Stmt& body, const std::string& buffe
 /// hoist: in loop `at`, each innermost loop storing into `buffer` computes the divisions
 /// and math calls of the stored values that use no variable bound in it and read no
 /// buffer it stores into once, in a let before it (HoistInvariants.cpp).
+/// defer: loop `at` (0..N, N a multiple of `rows`, at least two chunks) runs in chunks
+/// of `rows` slices; the last loop nest of each slice, which writes `out`, runs inside
+/// the previous loop nest of the same trip count of the next slice, and once after the
+/// chunk for its last slice (Defer.cpp).
+Stmt defer_last_pass(const LoopProgram& p, const Stmt& body, const std::string& out, const std::string& at,
+                     int64_t rows);
 Stmt hoist_invariants(const LoopProgram& p, const Stmt& body, const std::string& buffer, const std::string& at);
 
 /// stream: the output `buffer` is marked for streaming stores: the printer writes its

@@ -29,7 +29,7 @@ constexpr KindName kKinds[] = {
     {PrimitiveKind::KeepTerms, "keep_terms"}, {PrimitiveKind::Stream, "stream"},
     {PrimitiveKind::MatrixUnit, "matrix_unit"}, {PrimitiveKind::Hoist, "hoist"},
     {PrimitiveKind::Threads, "threads"},     {PrimitiveKind::ThreadGemm, "thread_gemm"},
-    {PrimitiveKind::BlockRows, "block_rows"},
+    {PrimitiveKind::BlockRows, "block_rows"}, {PrimitiveKind::Defer, "defer"},
 };
 
 constexpr ForKind kBindKinds[] = {ForKind::GridX,   ForKind::GridY,   ForKind::GridZ,
@@ -40,7 +40,7 @@ constexpr MemScope kScopes[] = {MemScope::Global, MemScope::Shared, MemScope::Lo
 const char* kUsage =
     "primitives: split V F [as O, I]; tile V F, W G; reorder V, W, ...; fuse V, W [as N]; "
     "parallel V; vectorize V; unroll V; bind V grid.x|thread.x|...; stage T local|shared|register "
-    "at V; cache_write T register|local at V; compute_at T at V; prefetch T at V [level 2]; keep_terms T at V; hoist T at V; stream T; inline T; widen T; pretranspose T on U; microkernel V; fold_init T; epilogue T; any of "
+    "at V; cache_write T register|local at V; compute_at T at V; prefetch T at V [level 2]; defer T at V rows R; keep_terms T at V; hoist T at V; stream T; inline T; widen T; pretranspose T on U; microkernel V; fold_init T; epilogue T; any of "
     "them may end with `on T` (the statement writing T); flash_attention O [rows R keys K [threads TY TX]]; matrix_unit C [tiles BM BN BK "
     "warps WM WN] [tf32]; threads V T; block_rows V T; thread_gemm C [tiles BM BN BK thread TM TN]";
 
@@ -188,9 +188,14 @@ public:
     case PrimitiveKind::Prefetch:
     case PrimitiveKind::KeepTerms:
     case PrimitiveKind::Hoist:
+    case PrimitiveKind::Defer:
       p.buffer = ident(next("a tensor name"), "a tensor name");
       keyword("at");
       p.at = ident(next("a loop variable after 'at'"), "a loop variable");
+      if (p.kind == PrimitiveKind::Defer) {
+        keyword("rows");
+        p.factors.push_back(factor());
+      }
       if (p.kind == PrimitiveKind::Prefetch && more() && peek().text == "level") {
         ++pos_;
         const Word& w = peek();
@@ -350,6 +355,7 @@ std::string to_text(const Schedule& s) {
     case PrimitiveKind::ComputeAt:
     case PrimitiveKind::KeepTerms:
     case PrimitiveKind::Hoist: line += fmt::format(" {} at {}", p.buffer, p.at); break;
+    case PrimitiveKind::Defer: line += fmt::format(" {} at {} rows {}", p.buffer, p.at, p.factors.at(0)); break;
     case PrimitiveKind::Prefetch:
       line += fmt::format(" {} at {}", p.buffer, p.at);
       if (!p.factors.empty()) line += fmt::format(" level {}", p.factors[0]);

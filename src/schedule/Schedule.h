@@ -43,6 +43,7 @@ enum class PrimitiveKind : uint8_t {
   Hoist,       // in loop `at`, the loops storing into `buffer` compute their invariant divisions and calls once, before
   Threads,     // the launch whose outermost loop is vars[0] runs its parallel loops on blocks of factors[0] threads
   BlockRows,   // each row of the grid loop vars[0] on a block of factors[0] threads: strided loops, tree reductions
+  Defer,       // the slice loop `at` in chunks of factors[0] slices: each slice's last nest (writing buffer) runs inside the next slice's previous nest
   ThreadGemm,  // the contraction writing `buffer` as a thread-tiled GEMM; factors: {} or {bm, bn, bk, tm, tn}
 };
 
