@@ -565,6 +565,35 @@ std::string exp2_8th_text(const std::string& v, const std::string& m, int lanes,
   return s + "}\n";
 }
 
+// The shuffles of an in-register transpose (CHelperSet::need_transpose), each one
+// two-vector shuffle with constant lanes: clang's __builtin_shufflevector (PoCL, the
+// riscv64 cross compiler), GCC's __builtin_shuffle with a constant mask (vpermt2ps and
+// the like on x86, zip/uzp/ext on NEON), OpenCL's shuffle2 for other OpenCL compilers.
+std::string transpose_text(const CDialect& d, DType elem, int lanes) {
+  const std::string v = vector_type_name(elem, lanes), m = vector_type_name(vector_mask_elem(elem), lanes);
+  const bool gcc = d.vector_syntax == VectorSyntax::Gcc;
+  std::string s;
+  for (int h = 1; h < lanes; h *= 2) {
+    for (bool hi : {false, true}) {
+      std::string idx;
+      for (int j = 0; j < lanes; ++j) {
+        const int k = (j & h) == 0 ? (hi ? j + h : j) : (hi ? lanes + j : lanes + j - h);
+        idx += (j ? ", " : "") + std::to_string(k);
+      }
+      s += fmt::format("{0} {1} {1}_t{2}{3}({1} a, {1} b) {{\n#if defined(__clang__)\n"
+                       "  return __builtin_shufflevector(a, b, {4});\n#else\n",
+                       d.helper_qualifier, v, hi ? "hi" : "lo", h, idx);
+      if (gcc)
+        s += fmt::format("  return __builtin_shuffle(a, b, ({0}){{{1}}});\n", m, idx);
+      else
+        s += fmt::format("  return shuffle2(a, b, ({0}{1})({2}));\n", dtype_bytes(elem) == 4 ? "uint" : "ulong",
+                         lanes, idx);
+      s += "#endif\n}\n";
+    }
+  }
+  return s;
+}
+
 // The vector type of `lanes` elements of `elem` and its helpers in dialect `d`'s syntax.
 std::string vector_text(const CDialect& d, DType elem, int lanes) {
   UT_INTERNAL_ASSERT(d.vector_syntax != VectorSyntax::None,
@@ -771,6 +800,13 @@ std::string CHelperSet::need_vector(DType elem, int lanes) {
   return vector_type_name(elem, lanes);
 }
 
+std::string CHelperSet::need_transpose(DType elem, int lanes) {
+  UT_INTERNAL_ASSERT(dtype_bytes(elem) == 4 || dtype_bytes(elem) == 8,
+                     "no transpose shuffles of " + std::string(dtype_name(elem)));
+  transposes_.insert({static_cast<int>(elem), lanes});
+  return need_vector(elem, lanes);
+}
+
 std::string CHelperSet::need_half_lanes(DType elem, int lanes) {
   UT_INTERNAL_ASSERT(elem == DType::F16 || elem == DType::BF16,
                      "no half lanes of " + std::string(dtype_name(elem)));
@@ -829,6 +865,8 @@ std::string CHelperSet::text(const CDialect& d) const {
     s += lane_math_text(d, static_cast<DType>(type.first), type.second, names);
   for (auto [elem, lanes] : halves_)
     s += half_lanes_text(d, static_cast<DType>(elem), lanes);
+  for (auto [elem, lanes] : transposes_)
+    s += transpose_text(d, static_cast<DType>(elem), lanes);
   return s;
 }
 

@@ -39,6 +39,15 @@ public:
   /// as the scalar ut_f16_to_f32 / ut_f32_to_f16 (bf16 likewise). Also requests the f32
   /// vector type; returns the name, e.g. "ut_v8f16".
   std::string need_half_lanes(DType elem, int lanes);
+  /// Request the two-vector lane shuffles of an in-register transpose of `lanes` x
+  /// `lanes` elements of `elem` (4- or 8-byte lanes), which also requests the vector type:
+  /// `<name>_tlo<h>(a, b)` and `<name>_thi<h>(a, b)` for h = 1, 2, 4, .. lanes / 2, where
+  /// a and b are rows r and r + h of a block whose row bit h is clear. Lane j of tlo is
+  /// a's lane j when j's bit h is clear, else b's lane j - h; lane j of thi is a's lane
+  /// j + h when that bit is clear, else b's lane j. Applying both to every such pair for
+  /// every h swaps each row bit with the column bit: the transpose (CPrinter's
+  /// transposing copies). Returns the vector type's name.
+  std::string need_transpose(DType elem, int lanes);
   bool empty() const { return scalars_.empty() && vectors_.empty(); }
   /// C definitions of everything requested (dependencies first), in a fixed order, as
   /// dialect `d` declares them (its helper qualifier and its own definitions of some).
@@ -50,6 +59,7 @@ private:
   bool stream_ = false;
   std::map<std::pair<int, int>, std::set<std::string>> lane_math_; // (dtype, lanes) -> names
   std::set<std::pair<int, int>> halves_;                             // (f16 or bf16, lanes)
+  std::set<std::pair<int, int>> transposes_;                         // (dtype, lanes)
 };
 
 /// Name of the vector type of `lanes` elements of `elem`: ut_v<lanes><dtype>.

@@ -1344,6 +1344,8 @@ private:
     if (s.for_kind == ForKind::Vectorized && d_.vector_syntax != VectorSyntax::None &&
         vector_loop(s))
       return;
+    if (s.for_kind == ForKind::Serial && d_.vector_syntax != VectorSyntax::None && transposed_copy(s))
+      return;
     int64_t mn0 = 0;
     if (s.for_kind == ForKind::Unrolled && const_int(s.min, &mn0) && const_int(s.extent, &ext) && ext <= 16) {
       // Unrolled in the source, so a register tile's indices are constants before the
@@ -2167,6 +2169,128 @@ private:
       line("}");
     }
     unbind_var(s.var, saved);
+    --indent_;
+    line("}");
+    return true;
+  }
+
+  // A copy that transposes, `for a { for b (vectorized) { D[.. a * Wd + b ..] =
+  // S[.. a + b * Ws ..] } }` (an attention key tile staged as K_local[d, c] = K[c, d];
+  // a tile of a transposing map, whose inner loop is serial):
+  // the vectorized loop writes D unit-stride but reads S a column at a time, which GCC
+  // prints as scalar moves and LLVM (PoCL) as gathers, a fifth of the attention kernel
+  // either way. With both extents whole multiples of the lanes L, it runs in L x L
+  // blocks instead: L vector loads of S's rows, L log2(L) two-vector shuffles
+  // (CHelperSet::need_transpose), L vector stores of D's rows. Returns false, printing
+  // nothing, for any other loop.
+  bool transposed_copy(const StmtNode& s) {
+    if (s.body.size() != 1 || !s.body[0] || s.body[0]->kind != StmtKind::For || s.unroll_by > 1)
+      return false;
+    const StmtNode& in = *s.body[0];
+    if ((in.for_kind != ForKind::Vectorized && in.for_kind != ForKind::Serial) || in.unroll_by > 1 ||
+        in.body.size() != 1 || !in.body[0] || in.body[0]->kind != StmtKind::Store)
+      return false;
+    const StmtNode& st = *in.body[0];
+    const Expr& src = st.value;
+    // A serial inner loop qualifies too when it copies between two buffers (the
+    // auto-scheduler's tiles of a transposing map): each element is written once, from
+    // an element no iteration writes, so the order of the iterations is free.
+    if (src->kind != ExprKind::Access || src->guard || src->name == st.buffer || buffers_.count(st.buffer) == 0 ||
+        buffers_.count(src->name) == 0 || streams(st.buffer))
+      return false;
+    const BufferView &db = buffer(st.buffer), &sb = buffer(src->name);
+    if (db.dtype != sb.dtype || db.dtype != src->type || db.vector_lanes || sb.vector_lanes ||
+        db.holds_compute_type || sb.holds_compute_type || !vector_lane_type(db.dtype) ||
+        (dtype_bytes(db.dtype) != 4 && dtype_bytes(db.dtype) != 8))
+      return false;
+    const int lanes = hcd_.lanes_for(db.dtype);
+    int64_t amin = 0, aext = 0, bmin = 0, bext = 0;
+    if (lanes < 4 || (lanes & (lanes - 1)) != 0 || lanes > d_.max_vector_lanes ||
+        !const_int(s.min, &amin) || !const_int(s.extent, &aext) || !const_int(in.min, &bmin) ||
+        !const_int(in.extent, &bext) || aext % lanes != 0 || bext % lanes != 0)
+      return false;
+    // How the linear index of an access moves with the loop variable `v`.
+    auto slope = [](const std::vector<Expr>& idx, const std::vector<int64_t>& shape,
+                    const std::string& v) -> std::optional<int64_t> {
+      int64_t total = 0, stride = 1;
+      for (size_t k = idx.size(); k-- > 0;) {
+        if (reads_tensor(idx[k]))
+          return std::nullopt;
+        std::optional<int64_t> c = affine_coefficient(idx[k], v);
+        if (!c)
+          return std::nullopt;
+        total += *c * stride;
+        stride *= shape[k];
+      }
+      return total;
+    };
+    const auto da = slope(st.indices, db.shape, s.var), dbv = slope(st.indices, db.shape, in.var),
+               sa = slope(src->operands, sb.shape, s.var), sbv = slope(src->operands, sb.shape, in.var);
+    if (!da || !dbv || !sa || !sbv)
+      return false;
+    // D unit-stride along one loop and S along the other, either way round (a GEMM's
+    // pack of a transposed operand walks the source in memory order); `d_step` is how
+    // far D moves along S's unit loop, `s_step` how far S moves along D's.
+    int64_t d_step = 0, s_step = 0;
+    if (*dbv == 1 && *sa == 1) {
+      d_step = *da;
+      s_step = *sbv;
+    } else if (*da == 1 && *sbv == 1) {
+      d_step = *dbv;
+      s_step = *sa;
+    } else {
+      return false;
+    }
+    if (std::llabs(s_step) <= 1 || std::llabs(d_step) <= 1)
+      return false;
+    // Every element in range: the blocks read and write whole rows with no tests.
+    const Interval ra{amin, amin + aext - 1}, rb{bmin, bmin + bext - 1};
+    Saved sa_saved = bind_var(s.var, ra), sb_saved = bind_var(in.var, rb);
+    bool in_range = true;
+    auto check = [&](const std::vector<Expr>& idx, const std::vector<int64_t>& shape) {
+      for (size_t k = 0; k < idx.size(); ++k) {
+        auto r = bounds_of(idx[k], env_);
+        in_range &= r && r->lo >= 0 && r->hi < shape[k];
+      }
+    };
+    check(st.indices, db.shape);
+    check(src->operands, sb.shape);
+    unbind_var(in.var, sb_saved);
+    unbind_var(s.var, sa_saved);
+    if (!in_range)
+      return false;
+
+    const std::string vt = helpers_.need_transpose(db.dtype, lanes);
+    const std::string &av = names_.var(s.var), &bv = names_.var(in.var);
+    Saved a_saved = bind_var(s.var, Interval{amin, amin + aext - lanes});
+    line(fmt::format("for (int64_t {0} = {1}; {0} < {2}; {0} += {3}) {{", av, int_literal(amin, true),
+                     int_literal(amin + aext, true), lanes));
+    ++indent_;
+    Saved b_saved = bind_var(in.var, Interval{bmin, bmin + bext - lanes});
+    line(fmt::format("for (int64_t {0} = {1}; {0} < {2}; {0} += {3}) {{", bv, int_literal(bmin, true),
+                     int_literal(bmin + bext, true), lanes));
+    ++indent_;
+    const std::string out = names_.fresh("to"), from = names_.fresh("from"), t = names_.fresh("t");
+    line(fmt::format("const int64_t {} = {}, {} = {};", out, linear_index(st.indices, db.shape), from,
+                     linear_index(src->operands, sb.shape)));
+    // Row r of the block: S's L elements along its unit loop, r steps along D's.
+    for (int r = 0; r < lanes; ++r)
+      line(fmt::format("{0} {1}_{2}_0 = {0}_load(&{3}[{4} + {5}]);", vt, t, r, element_base(src->name, sb), from,
+                       int_literal(s_step * r, true)));
+    int stage = 0;
+    for (int h = 1; h < lanes; h *= 2, ++stage)
+      for (int r = 0; r < lanes; ++r)
+        if ((r & h) == 0)
+          line(fmt::format("{0} {1}_{2}_{3} = {0}_tlo{5}({1}_{2}_{4}, {1}_{6}_{4}), {1}_{6}_{3} = "
+                           "{0}_thi{5}({1}_{2}_{4}, {1}_{6}_{4});",
+                           vt, t, r, stage + 1, stage, h, r + h));
+    for (int r = 0; r < lanes; ++r)
+      line(fmt::format("{}_store(&{}[{} + {}], {}_{}_{});", vt, names_.buffer(st.buffer), out,
+                       int_literal(d_step * r, true), t, r, stage));
+    unbind_var(in.var, b_saved);
+    --indent_;
+    line("}");
+    unbind_var(s.var, a_saved);
     --indent_;
     line("}");
     return true;

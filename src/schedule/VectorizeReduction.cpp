@@ -175,10 +175,26 @@ Stmt vectorize_reduction(const Stmt& body, const std::string& v,
                              for_loop(lane, int_imm(0), L, ForKind::Vectorized, lanes_step)));
       if (rest)
         out.push_back(for_loop(v, int_imm(blocks * slots), int_imm(rest), ForKind::Serial, loop->body[0]));
-      // Lanes 1.. into lane 0, in order.
-      out.push_back(for_loop(lane, int_imm(1), int_imm(slots - 1), ForKind::Serial,
-                             store(acc, {int_imm(0)}, combine(step.op, slot(acc, t, int_imm(0)),
-                                                              slot(acc, t, var(lane))))));
+      // The slots into slot 0 as a tree: each step folds the upper part of the n slots
+      // left into the lower (whole vectors first, then halves of one: 16 lanes fold 8,
+      // 4, 2 and 1), about log2(n) dependent steps where combining them in order was a
+      // chain of n - 1 (PoCL kept the row max of a flash-attention block that way, a
+      // tenth of the kernel). Steps of whole vectors are vector code.
+      for (int64_t n = slots; n > 1;) {
+        const int64_t half = lanes > 1 && n > lanes && n % lanes == 0 ? n / lanes / 2 * lanes : n / 2;
+        const int64_t from = n - half;
+        auto fold = [&](const Expr& at) {
+          return store(acc, {at}, combine(step.op, slot(acc, t, at),
+                                          slot(acc, t, binary(BinaryOp::Add, at, int_imm(from)))));
+        };
+        if (half == 1)
+          out.push_back(store(acc, {int_imm(0)}, combine(step.op, slot(acc, t, int_imm(0)), slot(acc, t, int_imm(from)))));
+        else
+          out.push_back(for_loop(lane, int_imm(0), int_imm(half),
+                                 lanes > 1 && half % lanes == 0 ? ForKind::Vectorized : ForKind::Serial,
+                                 fold(var(lane))));
+        n = from;
+      }
     }
     ++*applied;
     return allocate(acc, t, {slots}, MemScope::Register, block(std::move(out)));
