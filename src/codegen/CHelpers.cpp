@@ -627,6 +627,17 @@ std::string vector_text(const CDialect& d, DType elem, int lanes) {
                        "  return {0}_blend(a != a, a, __builtin_ia32_{1}{3}(a, b));\n#else\n"
                        "  return {0}_blend(a != a, a, {0}_blend(a {4} b, a, b));\n#endif\n}}\n",
                        v, op, guard, suffix, op[1] == 'i' ? "<" : ">");
+  } else if (is_float(elem) && elem == DType::F32 && d.vector_syntax == VectorSyntax::OpenCL && vbytes == 64) {
+    // The same two instructions in OpenCL C under clang on AVX-512 (PoCL's CPU device),
+    // through clang's builtins: LLVM made four of the blends (two compares, a mask or,
+    // a masked move), in softmax's max pass and every flash-attention row max.
+    for (const char* op : {"min", "max"})
+      s += fmt::format("static inline {0} {0}_{1}({0} a, {0} b) {{\n"
+                       "#if defined(__clang__) && defined(__x86_64__) && defined(__AVX512F__)\n"
+                       "  return __builtin_ia32_selectps_512(__builtin_ia32_cmpps512_mask(a, a, 7, "
+                       "(ushort)0xffff, 4), __builtin_ia32_{1}ps512(a, b, 4), a);\n#else\n"
+                       "  return {0}_blend(a != a, a, {0}_blend(a {2} b, a, b));\n#endif\n}}\n",
+                       v, op, op[1] == 'i' ? "<" : ">");
   } else if (is_float(elem))
     // NaN in, NaN out with two compares and two blends (a max reduction does one per
     // vector): a NaN b fails `a > b` and is picked; a NaN a is picked by the outer blend.
@@ -686,9 +697,22 @@ std::string vector_text(const CDialect& d, DType elem, int lanes) {
     }
     s += fmt::format("  return {} != 0;\n}}\n", cur);
     s += exp2_8th_text(v, m, lanes, false);
+    // 16 lanes under clang on AVX-512: exp's lane test into a mask register and the
+    // blend under it, as the c dialect does with GCC's builtins (the OR of the halves
+    // above is an extract, an or and a vector test per exp).
+    const std::string lane_test =
+        lanes == 16 ? fmt::format("#if defined(__clang__) && defined(__x86_64__) && defined(__AVX512F__)\n"
+                                  "  const ushort wide_lanes = __builtin_ia32_cmpd512_mask(as_int16(n) & "
+                                  "0x7fffffff, ({1})(0x447c0000), 6, (ushort)0xffff);\n"
+                                  "  if (__builtin_expect(wide_lanes != 0, 0))\n"
+                                  "    return __builtin_ia32_selectps_512(wide_lanes, {0}_exp_wide(x), p * s + s);\n"
+                                  "  return p * s + s;\n"
+                                  "#endif\n",
+                                  v, m)
+                    : std::string();
     s += vector_math_f32(v, m, fmt::format("convert_int{}({{}})", lanes),
                          fmt::format("as_float{}({{}})", lanes),
-                         fmt::format("as_int{}({{}})", lanes));
+                         fmt::format("as_int{}({{}})", lanes), lane_test);
   }
   return s;
 }

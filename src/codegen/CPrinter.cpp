@@ -448,9 +448,10 @@ private:
       for (int64_t d : s->shape)
         elems *= d;
       bool wide16 = s->dtype == DType::F16 || s->dtype == DType::BF16;
-      line(fmt::format("{}{} {}[{}];", d_.shared_qualifier,
+      line(fmt::format("{}{} {}[{}]{};", d_.shared_qualifier,
                        wide16 ? value_type(s->dtype) : storage_type(s->dtype),
-                       names_.buffer(s->buffer), std::max<int64_t>(elems, 1)));
+                       names_.buffer(s->buffer), std::max<int64_t>(elems, 1),
+                       array_alignment(elems * (wide16 ? 4 : dtype_bytes(s->dtype)))));
       hoisted_.insert(s.get());
     }
     for (const auto& b : s->body)
@@ -1286,10 +1287,11 @@ private:
       // in matrix operand tiles.
       line(fmt::format("{}{}{} {}[{}];", d_.shared_qualifier, operand ? "__align__(16) " : "", t, name, elems));
     } else if (heap) {
-      line(fmt::format("{0}* {1} = ({0}*)malloc({2});", t, name, int_literal(bytes, true)));
+      // Aligned as the stack arrays below (aligned_alloc wants a multiple of it).
+      line(fmt::format("{0}* {1} = ({0}*)aligned_alloc(64, {2});", t, name, int_literal((bytes + 63) / 64 * 64, true)));
       line(fmt::format("if (!{}) abort();", name));
     } else {
-      line(fmt::format("{} {}[{}];", t, name, elems));
+      line(fmt::format("{} {}[{}]{};", t, name, elems, array_alignment(bytes)));
     }
     if (operand)
       aligned_operands_.insert(s.buffer);
@@ -1301,6 +1303,20 @@ private:
       buffers_[s.buffer] = *shadowed;
     else
       buffers_.erase(s.buffer);
+  }
+
+  // A local array that vector code may load whole vectors from is aligned to the
+  // vector's size (at most a cache line): stack arrays are otherwise aligned to 16 bytes
+  // only, so a 64-byte load split across two lines in three of every four places, and
+  // which one depended on where the stack happened to start. PoCL's softmax 1024 x 1024
+  // moved between 0.34 and 0.44 ms with the size of the process's environment.
+  std::string array_alignment(int64_t bytes) const {
+    if (d_.vector_syntax == VectorSyntax::None)
+      return "";
+    int64_t align = 16;
+    while (align < 64 && align * 2 <= std::max<int64_t>(hcd_.lanes_for(DType::F32), 1) * 4)
+      align *= 2;
+    return bytes >= align && align > 16 ? fmt::format(" __attribute__((aligned({})))", align) : "";
   }
 
   // The range of a loop's variable, when its bounds are known.
