@@ -329,7 +329,7 @@ TEST(CPrinter, ReductionRegisterTileWithScalarLaneSum) {
   // c dialect: the final sum reads single lanes, so the accumulator stays a plain array
   // (GCC keeps it in registers anyway).
   std::string c = generate_source(vector_row_sum(), test_hcd()).code;
-  EXPECT_THAT(c, HasSubstr("float acc[16];"));
+  EXPECT_THAT(c, HasSubstr("float acc[16] __attribute__((aligned(32)));"));
   EXPECT_THAT(c, HasSubstr("ut_v8f32_store(&acc[l], (ut_v8f32_load(&acc[l]) + ut_v8f32_load(&X["));
   EXPECT_EQ(compile_errors(c), "");
   // opencl dialect: an array of vectors, the lane sum through a pointer to its elements.
@@ -340,7 +340,7 @@ TEST(CPrinter, ReductionRegisterTileWithScalarLaneSum) {
   EXPECT_THAT(cl, HasSubstr("acc[(l) / 8] = (acc[(l) / 8] + ut_v8f32_load(&X["));
   EXPECT_THAT(cl, HasSubstr("((float*)acc)[0] = ((float*)acc)[0] + ((float*)acc)[l];"));
   // A vector loop of 12 lanes is not whole vectors of 8: the tile stays a plain array.
-  EXPECT_THAT(generate_source(vector_row_sum(12), h).code, HasSubstr("float acc[16];"));
+  EXPECT_THAT(generate_source(vector_row_sum(12), h).code, HasSubstr("float acc[16] __attribute__((aligned(32)));"));
 }
 
 TEST(CPrinter, OpenCLDialectPrintsOpenCLVectorTypes) {
@@ -474,7 +474,7 @@ TEST(CPrinter, LargeAllocationsLiveOnTheHeap) {
                                      store("Y", {i64(1)}, ld("small", {i64(1)}, DType::F16))}))});
   LoopProgram p = program({{"Y", DType::F32, {2}, TensorRole::Output}}, body);
   std::string c = generate_source(p, test_hcd()).code;
-  EXPECT_THAT(c, HasSubstr("float* tmp = (float*)malloc(80000);"));
+  EXPECT_THAT(c, HasSubstr("float* tmp = (float*)aligned_alloc(64, 80000);"));
   EXPECT_THAT(c, HasSubstr("free(tmp);"));
   EXPECT_THAT(c, HasSubstr("float small[4];")); // f16 registers hold float
   EXPECT_THAT(c, HasSubstr("Y[1] = small[1];"));
