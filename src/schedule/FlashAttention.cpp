@@ -926,6 +926,19 @@ FlashBlocks flash_blocks(const AttentionSite& s, const hcd::Hcd& h) {
   const int64_t per_row = s.head_dim * bytes + s.head_dim * acc_bytes + fb.keys * bytes;
   fb.rows = std::max(mr, l1 / 2 / per_row / mr * mr);
   fb.rows = std::min(fb.rows, ceil_div(s.queries, mr) * mr);
+  // When the most rows that fit would pad the queries by more than 1/64, the row count
+  // down to two thirds of it that pads them least (the larger on a tie): 256 queries take
+  // 16 rows, not 24 (11 blocks, the last a third empty, and tiles filling 31 of Zen 4's
+  // 32 KiB L1, whose speed then moved by 15% with where the stack began). One Zen 4
+  // core, attention 256 x 64: 0.215-0.247 -> 0.212 ms on cpu, 0.233 -> 0.204 on PoCL.
+  {
+    const auto pad = [&](int64_t r) { return ceil_div(s.queries, r) * r - s.queries; };
+    int64_t best = fb.rows;
+    if (64 * pad(best) > s.queries)
+      for (int64_t r = fb.rows - mr; r >= mr && 3 * r >= 2 * fb.rows; r -= mr)
+        if (pad(r) < pad(best)) best = r;
+    fb.rows = best;
+  }
   while (product(s.batch) * ceil_div(s.queries, fb.rows) < 2 * h.units && fb.rows > mr) fb.rows -= mr;
   return fb;
 }
