@@ -218,23 +218,25 @@ IsaInfo detect_isa() { return IsaInfo{}; }
 // L1 serves two vector loads and one vector store a cycle (Intel since Haswell, AMD
 // since Zen 2, Arm Neoverse): 192 bytes with 512-bit vectors. A flat 64 bytes made the
 // sim chip model call AVX-512 GEMMs and convolutions L1-bound at 1.9-3.2x their
-// measured time (docs/PERFORMANCE.md, "sim chip model accuracy").
+// measured time (docs/PERFORMANCE.md, "sim chip model accuracy"). L3 gives each core
+// 32 bytes a cycle on AMD (Zen's L3 to L2 path), about 16 elsewhere; a shared level's
+// HCD bandwidth is its sharers' together (detect_caches), as the sim model reads it.
 struct CacheEstimate {
   double bytes_per_cycle;
   double latency_cycles;
 };
-CacheEstimate cache_estimate(int level, int vector_bits) {
+CacheEstimate cache_estimate(int level, int vector_bits, const std::string& vendor) {
   switch (level) {
   case 1: return {3.0 * vector_bits / 8, 5};
   case 2: return {32, 14};
-  case 3: return {16, 50};
+  case 3: return {vendor == "amd" ? 32.0 : 16.0, 50};
   default: return {8, 100};
   }
 }
 
 double round2(double v) { return std::round(v * 100) / 100; }
 
-std::vector<MemoryLevel> detect_caches(double ghz, int vector_bits) {
+std::vector<MemoryLevel> detect_caches(double ghz, int vector_bits, const std::string& vendor) {
   std::vector<std::pair<int, MemoryLevel>> found;
   for (int index = 0; index < 16; ++index) {
     std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index) + "/";
@@ -252,8 +254,10 @@ std::vector<MemoryLevel> detect_caches(double ghz, int vector_bits) {
     m.line_bytes = line > 0 ? line : 64;
     m.shared_by = std::max(1, count_cpu_list(read_line(dir + "shared_cpu_list")));
     m.scope = m.shared_by > 1 ? "shared" : "local";
-    CacheEstimate e = cache_estimate(level, vector_bits);
-    m.bandwidth_gbps = round2(e.bytes_per_cycle * ghz);
+    CacheEstimate e = cache_estimate(level, vector_bits, vendor);
+    // The last level's sharers are cores that each have their own path to it; the
+    // private levels' "sharers" are at most SMT siblings of one core's port.
+    m.bandwidth_gbps = round2(e.bytes_per_cycle * ghz * (level >= 3 ? m.shared_by : 1));
     m.latency_ns = round2(e.latency_cycles / ghz);
     found.emplace_back(level, m);
   }
@@ -275,8 +279,10 @@ std::vector<MemoryLevel> detect_caches(double ghz, int vector_bits) {
 MemoryLevel detect_dram(int units) {
   long pages = sysconf(_SC_PHYS_PAGES), page_size = sysconf(_SC_PAGESIZE);
   int64_t bytes = pages > 0 && page_size > 0 ? int64_t{pages} * page_size : int64_t{8} << 30;
-  // ESTIMATES: about 10 GB/s per core until a socket's DDR channels run out at ~100.
-  return MemoryLevel{"DRAM", "global", bytes, 64, std::min(10.0 * units, 100.0), 90.0, units};
+  // ESTIMATES: about 20 GB/s per core until a socket's DDR channels run out at ~100 (one
+  // Zen 4 core streams 29-33 GB/s by STREAM's count, about 40 with the lines a store
+  // reads first; 10 a core made the sim model 2.7x slow on streaming maps).
+  return MemoryLevel{"DRAM", "global", bytes, 64, std::min(20.0 * units, 100.0), 90.0, units};
 }
 
 } // namespace
@@ -320,7 +326,7 @@ Hcd detect_host_cpu() {
     h.matrix_units.push_back(MatrixUnit{1, 16, 2, {DType::BF16}, DType::F32});
   }
 
-  h.memory = detect_caches(ghz, h.vector_bits);
+  h.memory = detect_caches(ghz, h.vector_bits, h.vendor);
   h.memory.push_back(detect_dram(h.units));
 
   h.max_block = {1, 1, 1};

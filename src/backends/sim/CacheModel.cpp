@@ -102,6 +102,24 @@ CacheHierarchy::CacheHierarchy(const hcd::Hcd& hcd, int units) : units_(std::max
     }
     levels_.push_back(std::move(l));
   }
+  streams_.assign(static_cast<size_t>(units_ * kStreams), 0);
+  next_stream_.assign(static_cast<size_t>(units_), 0);
+}
+
+bool CacheHierarchy::continues_stream(int unit, uint64_t line_number) {
+  uint64_t* table = streams_.data() + static_cast<size_t>(unit) * kStreams;
+  const uint64_t key = line_number + 1; // 0 marks an empty slot
+  for (int s = 0; s < kStreams; ++s) {
+    if (table[s] != 0 && key > table[s] && key - table[s] <= kStreamReach) {
+      table[s] = key;
+      return true;
+    }
+    if (table[s] == key) return true; // the same line again (a partial-line refetch)
+  }
+  uint8_t& next = next_stream_[static_cast<size_t>(unit)];
+  table[next] = key;
+  next = static_cast<uint8_t>((next + 1) % kStreams);
+  return false;
 }
 
 size_t CacheHierarchy::instance_of(size_t level, int unit) const {
@@ -115,14 +133,23 @@ void CacheHierarchy::reset_counters() {
     for (LevelTraffic& t : l.traffic) t = {};
 }
 
-void CacheHierarchy::access(int unit, uint64_t address, int bytes, bool is_store, size_t level) {
+void CacheHierarchy::access(int unit, uint64_t address, int bytes, bool is_store, size_t level,
+                            bool prefetched) {
   Level& l = levels_[level];
   const size_t inst = instance_of(level, unit);
   LevelTraffic& t = l.traffic[inst];
   (is_store ? t.write_bytes : t.read_bytes) += bytes;
+  // A read arriving below the first level: the stream prefetcher's decision, made here
+  // and passed down to the level that serves the line. The first level's own hits have
+  // no latency term (the pipeline's business), writes back none either.
+  auto decide = [&](uint64_t line_number) {
+    return level == 1 && !is_store ? continues_stream(unit, line_number) : prefetched;
+  };
   if (!l.simulated) {
     ++t.requests;
     ++t.hits;
+    const uint64_t line = static_cast<uint64_t>(std::max(1, l.desc.line_bytes));
+    t.exposed += level > 0 && !is_store && !decide(address / line);
     return;
   }
   SetAssociativeCache& cache = l.caches[inst];
@@ -133,12 +160,14 @@ void CacheHierarchy::access(int unit, uint64_t address, int bytes, bool is_store
     // A store that covers the whole line needs none of its old bytes: no fetch.
     const bool whole_line = is_store && address <= n * line && address + static_cast<uint64_t>(bytes) >= (n + 1) * line;
     SetAssociativeCache::Result r = cache.access(n, is_store);
+    const bool ahead = decide(n);
     if (r.hit) {
       ++t.hits;
+      t.exposed += level > 0 && !is_store && !ahead;
       continue;
     }
     if (r.evicted_dirty) access(unit, r.evicted_line * line, static_cast<int>(line), true, level + 1);
-    if (!whole_line) access(unit, n * line, static_cast<int>(line), false, level + 1);
+    if (!whole_line) access(unit, n * line, static_cast<int>(line), false, level + 1, ahead);
   }
 }
 

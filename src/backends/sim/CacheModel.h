@@ -11,6 +11,12 @@
 //  - Levels are neither inclusive nor exclusive: a miss fills every level on the way.
 //  - Associativity is not in the HCD: kWays ways, or fully associative when a level
 //    has fewer lines; sets are indexed by line address modulo the set count.
+//  - Hardware stream prefetchers: per unit, the reads that miss the first level are
+//    followed as kStreams streams (the last line of each); a read within kStreamReach
+//    lines after a stream's last line continues it, and the latency of whichever level
+//    serves it is taken as hidden (a core's L2 streamer fetches such lines ahead from
+//    L3 or memory). Only the other reads are "exposed" (LevelTraffic::exposed), the ones
+//    the time model charges latency for. Writes back are never exposed.
 // Traffic is counted per instance: requests arriving at a level and the bytes that
 // crossed its upper edge (reads into the level above, writes back from it).
 #pragma once
@@ -57,6 +63,7 @@ private:
 /// Counters of one instance of one level.
 struct LevelTraffic {
   int64_t requests = 0, hits = 0;
+  int64_t exposed = 0;     // reads served here that no stream prefetcher predicted
   int64_t read_bytes = 0;  // bytes read from this level by the one above (or the core)
   int64_t write_bytes = 0; // bytes written into this level from above
   int64_t bytes() const { return read_bytes + write_bytes; }
@@ -65,6 +72,11 @@ struct LevelTraffic {
 class CacheHierarchy {
 public:
   static constexpr int kWays = 8;
+  /// Streams a unit's prefetcher follows, and how many lines ahead of a
+  /// stream's last line a read may land and still continue it (a stride of two lines
+  /// is a stream too: every other line of rows of 128-byte pieces).
+  static constexpr int kStreams = 16;
+  static constexpr uint64_t kStreamReach = 2;
 
   /// The levels of `hcd` for `units` compute units. Throws UserError when the HCD has
   /// no memory level or a level too large to simulate.
@@ -72,7 +84,9 @@ public:
 
   /// An access of `bytes` bytes at byte address `address` by compute unit `unit`,
   /// entering at level `level` (0: the innermost simulated level).
-  void access(int unit, uint64_t address, int bytes, bool is_store, size_t level = 0);
+  /// `prefetched`: the line was fetched ahead (set on the way down from the level
+  /// below the first, which decides it).
+  void access(int unit, uint64_t address, int bytes, bool is_store, size_t level = 0, bool prefetched = false);
   /// Write every dirty line back to the backing memory (the end of a launch).
   void flush();
 
@@ -92,8 +106,16 @@ public:
   void access_resident(int unit, int bytes, bool is_store, size_t level);
 
 private:
+  /// Whether a read of line `line_number` by `unit`, missing the first level, continues
+  /// one of the unit's streams; either way the stream table learns it.
+  bool continues_stream(int unit, uint64_t line_number);
+
   int units_;
   std::vector<Level> levels_;
+  // streams_[unit * kStreams + s]: the last line (+1) of stream s (0: none), and per
+  // unit the round-robin slot the next new stream takes.
+  std::vector<uint64_t> streams_;
+  std::vector<uint8_t> next_stream_;
 };
 
 } // namespace unitile::sim

@@ -160,6 +160,7 @@ LaunchReport estimate(const LoopFunc& f, const hcd::Hcd& h, const CacheHierarchy
       const LevelTraffic& t = l.traffic[inst];
       lr.requests += t.requests;
       lr.hits += t.hits;
+      lr.exposed += t.exposed;
       lr.read_bytes += t.read_bytes;
       lr.write_bytes += t.write_bytes;
       // Units under this instance that worked: they share its bandwidth and overlap misses.
@@ -169,9 +170,10 @@ LaunchReport estimate(const LoopFunc& f, const hcd::Hcd& h, const CacheHierarchy
       const double bw = l.desc.bandwidth_gbps * 1e9;
       const double t_bw = bw > 0 ? static_cast<double>(t.bytes()) / bw : 0;
       // The innermost level's hits are the pipeline's business (its bandwidth bounds
-      // them); outer levels serve misses, whose latency only kMissesInFlight hide.
+      // them); outer levels serve misses, whose latency kMissesInFlight hide, and
+      // reads a stream prefetcher fetched ahead (not exposed) wait for none.
       const double t_lat = li == 0 ? 0
-                                   : static_cast<double>(t.hits) * l.desc.latency_ns * 1e-9 /
+                                   : static_cast<double>(t.exposed) * l.desc.latency_ns * 1e-9 /
                                          (kMissesInFlight * std::max(1, busy));
       const double ti = std::max(t_bw, t_lat);
       if (ti > lr.time_s) {

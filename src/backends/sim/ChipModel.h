@@ -11,8 +11,10 @@
 //                        per loop iteration, kBlockStartOps per block and
 //                        kDependentChainOps per scalar accumulation (at f32 rates)
 //   a level instance's = max(bytes / bandwidth,
-//                            lines served * latency / (kMissesInFlight * its busy units))
-//                      (no latency term for the innermost level: its hits are pipelined)
+//                            exposed reads * latency / (kMissesInFlight * its busy units))
+//                      (exposed: lines read from it that no stream prefetcher fetched
+//                      ahead, CacheModel.h; no latency term for the innermost level: its
+//                      hits are pipelined)
 //   launch time        = max of all of these over units and instances.
 #pragma once
 
@@ -46,6 +48,7 @@ struct LevelReport {
   bool simulated = false; // false: the backing memory
   size_t instances = 0;
   int64_t requests = 0, hits = 0;
+  int64_t exposed = 0; // reads whose latency no stream prefetcher hid (the latency term's count)
   int64_t read_bytes = 0, write_bytes = 0; // summed over instances
   double time_s = 0;                       // the slowest instance's time
   bool latency_bound = false;              // that time comes from latency, not bandwidth

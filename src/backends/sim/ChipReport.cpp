@@ -100,6 +100,7 @@ nlohmann::json report_json(const KernelReport& r) {
                         {"simulated", lv.simulated},
                         {"requests", lv.requests},
                         {"hits", lv.hits},
+                        {"exposed_reads", lv.exposed},
                         {"read_bytes", lv.read_bytes},
                         {"write_bytes", lv.write_bytes},
                         {"bytes", lv.read_bytes + lv.write_bytes},

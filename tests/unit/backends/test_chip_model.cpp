@@ -73,6 +73,41 @@ TEST(CacheHierarchy, StreamingMissesEveryLineOnceAndReusingHits) {
   EXPECT_EQ(l[1].traffic[0].requests, 0);
 }
 
+TEST(CacheHierarchy, StreamPrefetchersHideTheLatencyOfSequentialLinesOnly) {
+  CacheHierarchy m(two_level_chip(1), 1);
+  const auto& l = m.levels();
+  // A sequential walk of 100 lines: only the first read of the stream is exposed, at
+  // DRAM, which serves them all (cold).
+  for (uint64_t a = 0; a < 64 * 100; a += 4) m.access(0, a, 4, false);
+  EXPECT_EQ(l[2].traffic[0].hits, 100);
+  EXPECT_EQ(l[2].traffic[0].exposed, 1);
+  EXPECT_EQ(l[1].traffic[0].exposed, 0) << "the L2 served none of them";
+  // Every other line (a stride of 128 bytes) is still a stream; every fourth is not.
+  m.reset_counters();
+  const uint64_t base = 1 << 20;
+  for (uint64_t n = 0; n < 50; ++n) m.access(0, base + n * 128, 4, false);
+  EXPECT_EQ(l[2].traffic[0].exposed, 1);
+  m.reset_counters();
+  for (uint64_t n = 0; n < 50; ++n) m.access(0, 2 * base + n * 256, 4, false);
+  EXPECT_EQ(l[2].traffic[0].exposed, 50);
+  // 17 interleaved streams outrun the 16 the prefetcher follows: each read starts anew
+  // (round-robin replacement); 16 interleaved streams are all followed.
+  for (uint64_t streams : {uint64_t{16}, uint64_t{17}}) {
+    CacheHierarchy f(two_level_chip(1), 1);
+    for (uint64_t n = 0; n < 20; ++n)
+      for (uint64_t s = 0; s < streams; ++s) f.access(0, (s + 1) * 4 * base + n * 64, 4, false);
+    const int64_t expected = streams <= CacheHierarchy::kStreams ? int64_t(streams) : int64_t(20 * streams);
+    EXPECT_EQ(f.levels()[2].traffic[0].exposed, expected) << streams << " streams";
+  }
+  // Writes back wait for nothing; the first level has no latency term at all.
+  m.reset_counters();
+  for (uint64_t a = 3 * base; a < 3 * base + 64 * 40; a += 64) m.access(0, a, 64, true);
+  m.flush();
+  EXPECT_GT(l[2].traffic[0].write_bytes, 0);
+  EXPECT_EQ(l[2].traffic[0].exposed, 0) << "whole-line stores fetch nothing; their writes back are not exposed";
+  EXPECT_EQ(l[0].traffic[0].exposed, 0);
+}
+
 TEST(CacheHierarchy, StoresAllocateAndWriteBackOnFlush) {
   CacheHierarchy m(two_level_chip(1), 1);
   for (uint64_t a = 0; a < 64 * 4; a += 4) m.access(0, a, 4, true);
