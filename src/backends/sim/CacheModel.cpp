@@ -178,6 +178,18 @@ void CacheHierarchy::access_resident(int unit, int bytes, bool is_store, size_t 
   ++t.hits;
 }
 
+void CacheHierarchy::access_streamed(int unit, uint64_t address, int bytes) {
+  const size_t level = levels_.size() - 1;
+  Level& l = levels_[level];
+  LevelTraffic& t = l.traffic[instance_of(level, unit)];
+  t.write_bytes += bytes;
+  const uint64_t line = static_cast<uint64_t>(std::max(1, l.desc.line_bytes));
+  const uint64_t end = address + static_cast<uint64_t>(bytes);
+  const int64_t lines_done = static_cast<int64_t>(end / line - address / line); // line ends crossed
+  t.requests += lines_done;
+  t.hits += lines_done;
+}
+
 void CacheHierarchy::flush() {
   for (size_t level = 0; level < levels_.size(); ++level) {
     Level& l = levels_[level];

@@ -105,6 +105,12 @@ public:
   /// Loop IR placed in that level's scope (an NPU's local memory, GPU shared memory).
   void access_resident(int unit, int bytes, bool is_store, size_t level);
 
+  /// A streaming (non-temporal) store: its bytes go to the backing memory through a
+  /// write-combining buffer, allocating in no cache and reading nothing first; one
+  /// request per line completed. (A cached copy of the line is not invalidated: the
+  /// outputs streamed are ones the launch never reads.)
+  void access_streamed(int unit, uint64_t address, int bytes);
+
 private:
   /// Whether a read of line `line_number` by `unit`, missing the first level, continues
   /// one of the unit's streams; either way the stream table learns it.

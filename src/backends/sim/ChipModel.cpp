@@ -30,6 +30,7 @@ struct SlotRoute {
   uint64_t base = 0;
   int bytes = 4;
   bool in_registers = false;
+  bool streamed = false;    // an output written with streaming stores (`stream Y`)
   int resident_level = -1; // >= 0: served by that level directly (local/shared scope)
 };
 
@@ -58,6 +59,8 @@ public:
     }
     if (r.resident_level >= 0)
       memory_.access_resident(unit, r.bytes, is_store, static_cast<size_t>(r.resident_level));
+    else if (is_store && r.streamed)
+      memory_.access_streamed(unit, r.base + static_cast<uint64_t>(element) * static_cast<uint64_t>(r.bytes), r.bytes);
     else
       memory_.access(unit, r.base + static_cast<uint64_t>(element) * static_cast<uint64_t>(r.bytes), r.bytes,
                      is_store);
@@ -212,6 +215,7 @@ KernelReport model_program(const LoopProgram& p, const hcd::Hcd& hcd, const std:
     SlotRoute r;
     r.base = next;
     r.bytes = dtype_bytes(b.dtype);
+    r.streamed = b.stream;
     uint64_t elements = 1;
     for (int64_t e : b.shape) elements *= static_cast<uint64_t>(std::max<int64_t>(e, 0));
     next = round_up(next + std::max<uint64_t>(elements * static_cast<uint64_t>(r.bytes), 1), kPage);

@@ -108,6 +108,20 @@ TEST(CacheHierarchy, StreamPrefetchersHideTheLatencyOfSequentialLinesOnly) {
   EXPECT_EQ(l[0].traffic[0].exposed, 0);
 }
 
+TEST(CacheHierarchy, StreamingStoresGoToMemoryWithoutReadingOrCaching) {
+  CacheHierarchy m(two_level_chip(1), 1);
+  const auto& l = m.levels();
+  for (uint64_t a = 0; a < 64 * 10; a += 4) m.access_streamed(0, a, 4);
+  EXPECT_EQ(l[2].traffic[0].write_bytes, 640);
+  EXPECT_EQ(l[2].traffic[0].read_bytes, 0) << "nothing read before writing";
+  EXPECT_EQ(l[2].traffic[0].requests, 10) << "one request per line completed";
+  EXPECT_EQ(l[0].traffic[0].requests, 0);
+  EXPECT_EQ(l[1].traffic[0].requests, 0);
+  m.access(0, 0, 4, false); // the streamed lines were not allocated: a cold miss
+  EXPECT_EQ(l[0].traffic[0].hits, 0);
+  EXPECT_EQ(l[2].traffic[0].read_bytes, 64);
+}
+
 TEST(CacheHierarchy, StoresAllocateAndWriteBackOnFlush) {
   CacheHierarchy m(two_level_chip(1), 1);
   for (uint64_t a = 0; a < 64 * 4; a += 4) m.access(0, a, 4, true);
