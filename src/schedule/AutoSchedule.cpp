@@ -66,6 +66,24 @@ int64_t last_level_cache(const hcd::Hcd& h) {
   return sizes.size() > 2 ? sizes.back() : 0;
 }
 
+// A primitive of kind `k` on the loops of `vars`, restricted to the statements writing `on`.
+Primitive loop_prim(PrimitiveKind k, std::vector<std::string> vars, const std::string& on) {
+  Primitive p;
+  p.kind = k;
+  p.vars = std::move(vars);
+  p.on = on;
+  return p;
+}
+
+// `split v f as v_o, v_i on on`.
+Primitive split_in_two(const std::string& v, int64_t f, const std::string& on) {
+  Primitive p = loop_prim(PrimitiveKind::Split, {v}, on);
+  p.factors = {f};
+  p.outer = v + "_o";
+  p.inner = v + "_i";
+  return p;
+}
+
 std::string kib(int64_t bytes) {
   return bytes % 1024 == 0 ? fmt::format("{} KiB", bytes / 1024) : fmt::format("{:.1f} KiB", bytes / 1024.0);
 }
@@ -867,13 +885,7 @@ AutoSchedule auto_schedule(const Kernel& given, const ShapeBindings& b, const hc
       order.on = c.output;
       std::string inner = v;
       {
-        Primitive split;
-        split.kind = PrimitiveKind::Split;
-        split.vars = {v};
-        split.factors = {chunk};
-        split.outer = v + "_o";
-        split.inner = v + "_i";
-        split.on = c.output;
+        Primitive split = split_in_two(v, chunk, c.output);
         prims.push_back(split);
         inner = split.inner;
       }
@@ -940,27 +952,12 @@ AutoSchedule auto_schedule(const Kernel& given, const ShapeBindings& b, const hc
       for (int64_t f = band_max / lanes * lanes; f >= lanes && band == 0; f -= lanes)
         if (extent % f == 0) band = f;
       if (band == 0 || band >= extent || band < 2 * lanes) continue;
-      Primitive split;
-      split.kind = PrimitiveKind::Split;
-      split.vars = {v};
-      split.factors = {band};
-      split.outer = v + "_o";
-      split.inner = v + "_i";
-      split.on = c.output;
-      Primitive order;
-      order.kind = PrimitiveKind::Reorder;
-      order.on = c.output;
-      order.vars.push_back(split.outer);
+      const Primitive split = split_in_two(v, band, c.output);
+      Primitive order = loop_prim(PrimitiveKind::Reorder, {split.outer}, c.output);
       for (size_t n = 0; n + 1 < chain.size(); ++n) order.vars.push_back(chain[n]->var);
       order.vars.push_back(split.inner);
-      Primitive par;
-      par.kind = PrimitiveKind::Parallel;
-      par.vars = {split.outer};
-      par.on = c.output;
-      Primitive vec;
-      vec.kind = PrimitiveKind::Vectorize;
-      vec.vars = {split.inner};
-      vec.on = c.output;
+      const Primitive par = loop_prim(PrimitiveKind::Parallel, {split.outer}, c.output);
+      const Primitive vec = loop_prim(PrimitiveKind::Vectorize, {split.inner}, c.output);
       if (try_add({split, order, par, vec}))
         a.reasons.push_back(fmt::format("{}: column reduction over '{}' into unit-stride '{}' ({} iterations): {} "
                                         "bands of {} ({} bytes of the output each, against L1 {}) in parallel over {} "
@@ -1067,17 +1064,8 @@ AutoSchedule auto_schedule(const Kernel& given, const ShapeBindings& b, const hc
       if (!out || !extent) continue;
       const MapChunk chunk = map_chunk(st, p, *extent, h);
       if (chunk.elements == 0) continue;
-      Primitive split;
-      split.kind = PrimitiveKind::Split;
-      split.vars = {loop->var};
-      split.factors = {chunk.elements};
-      split.outer = loop->var + "_o";
-      split.inner = loop->var + "_i";
-      split.on = st->buffer;
-      Primitive vec;
-      vec.kind = PrimitiveKind::Vectorize;
-      vec.vars = {split.inner};
-      vec.on = st->buffer;
+      const Primitive split = split_in_two(loop->var, chunk.elements, st->buffer);
+      const Primitive vec = loop_prim(PrimitiveKind::Vectorize, {split.inner}, st->buffer);
       if (try_add({split, vec}))
         a.reasons.push_back(fmt::format("{}: 1-D map of {} elements in {} chunks of {} ({} bytes per element, "
                                         "{} per chunk against L1 {}), each a vector loop; the chunks run in "
