@@ -89,6 +89,7 @@ public:
     return t ? reinterpret_cast<const char*>(t) : "";
   }
   double column_real(int i) const { return sqlite3_column_double(st_, i); }
+  int64_t column_int64(int i) const { return sqlite3_column_int64(st_, i); }
   void reset() {
     sqlite3_reset(st_);
     sqlite3_clear_bindings(st_);
@@ -225,6 +226,20 @@ size_t TuningDatabase::insert_new(const std::vector<TuningRecord>& rows) {
     throw;
   }
   return added;
+}
+
+std::vector<std::pair<std::string, int>> TuningDatabase::other_hcds(const TuningKey& key) const {
+  Statement st(db_,
+               "SELECT hcd_hash, COUNT(*) FROM measurements WHERE kernel_hash=? AND shape=? AND dtype=? AND "
+               "hcd_hash<>? AND status='ok' GROUP BY hcd_hash ORDER BY hcd_hash",
+               path_);
+  st.text(1, key.kernel_hash);
+  st.text(2, key.shape);
+  st.text(3, key.dtype);
+  st.text(4, key.hcd_hash);
+  std::vector<std::pair<std::string, int>> out;
+  while (st.step() == SQLITE_ROW) out.emplace_back(st.column_text(0), static_cast<int>(st.column_int64(1)));
+  return out;
 }
 
 std::optional<TuningRecord> TuningDatabase::best(const TuningKey& key) const {

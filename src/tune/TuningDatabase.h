@@ -58,6 +58,10 @@ public:
   /// lowest median (each row is one measurement's median), ties to the earliest; the
   /// record is its latest row with median_ms set to that median.
   std::optional<TuningRecord> best(const TuningKey& key) const;
+  /// The HCD hashes other than `key`'s under which `key`'s kernel, shape and dtype have
+  /// ok rows, each with its count of rows, in hash order: records made for another
+  /// description of a device (another machine, or a changed HCD) that `best` skips.
+  std::vector<std::pair<std::string, int>> other_hcds(const TuningKey& key) const;
   /// Every row of `key` (all rows when null), oldest first.
   std::vector<TuningRecord> rows(const TuningKey* key = nullptr) const;
 
