@@ -82,6 +82,9 @@ int main(void) {
   bad += check("exp2", ut_v8f32_exp2, exp2_d, exp2_f, -151, 129, 2);
   bad += check("exp", ut_v8f32_exp, exp, expf, -115, 90, 2);
   bad += check("sigmoid", ut_v8f32_sigmoid, sigmoid_d, sigmoid_f, -80, 80, 3);
+  // tanh and erf: rational approximations with relative error below 4.4e-7, which is
+  // 5 and 7.5 ulps next to +-1 (where an ulp is 6e-8).
+  CHECK(tanh, -20, 20, 6); CHECK(erf, -10, 10, 8);
   // min and max: NaN from either side, otherwise the comparison's pick (max(+0, -0) is b).
   const float mv[5] = {1.0f, -2.0f, NAN, 0.0f, -0.0f};
   for (int a = 0; a < 5; ++a)
@@ -167,6 +170,51 @@ int main(void) {
           if (memcmp(&got[g], &want, 4) != 0 && !bad++) printf("exp(%.9g): %.9g against %.9g\n", x[l + i], got[g], want);
       }
     }
+  }
+  return bad != 0;
+}
+)C";
+  EXPECT_EQ(run_c(code), "");
+}
+
+// tanh and erf clamp their argument (and erf its result) with minps/maxps on x86 and
+// with blends elsewhere: every width gives the 8-lane helper's bits (checked against
+// libm above) across the clamp bounds, at the bounds and for +-inf; NaN stays NaN.
+TEST(VectorMath, ClampedFunctionsGiveTheSameBitsAtEveryWidth) {
+  CHelperSet h;
+  for (int lanes : {2, 4, 8, 16})
+    h.need_vector(DType::F32, lanes);
+  const std::string code =
+      std::string(
+          "#include <math.h>\n#include <stdint.h>\n#include <stdio.h>\n#include <string.h>\n") +
+      "#pragma GCC diagnostic ignored \"-Wpsabi\"\n" + h.text(c_dialect()) + R"C(
+#define SAME_AT_EVERY_WIDTH(fn)                                                                       \
+  {                                                                                              \
+    ut_v8f32 a = ut_v8f32_##fn(ut_v8f32_load(x)), b = ut_v8f32_##fn(ut_v8f32_load(x + 8));       \
+    ut_v16f32 w = ut_v16f32_##fn(ut_v16f32_load(x));                                             \
+    for (int l = 0; l < 16; l += 4) {                                                            \
+      ut_v4f32 q = ut_v4f32_##fn(ut_v4f32_load(x + l));                                          \
+      ut_v2f32 d = ut_v2f32_##fn(ut_v2f32_load(x + l)), e = ut_v2f32_##fn(ut_v2f32_load(x + l + 2)); \
+      for (int i = 0; i < 4; ++i) {                                                              \
+        float want = l + i < 8 ? a[l + i] : b[l + i - 8];                                        \
+        float got[3] = {q[i], w[l + i], i < 2 ? d[i] : e[i - 2]};                                \
+        for (int g = 0; g < 3; ++g)                                                              \
+          if ((isnan(want) ? !isnan(got[g]) : memcmp(&got[g], &want, 4) != 0) && !bad++)         \
+            printf(#fn "(%.9g): %.9g against %.9g\n", x[l + i], got[g], want);                   \
+        if (isnan(x[l + i]) && !isnan(want) && !bad++) printf(#fn "(nan) = %.9g\n", want);        \
+      }                                                                                          \
+    }                                                                                            \
+  }
+int main(void) {
+  int bad = 0;
+  const float special[16] = {NAN, INFINITY, -INFINITY, 0.0f, -0.0f, 4.0f, -4.0f, 7.90531110763549805f,
+                             -7.90531110763549805f, 4.0000005f, -3.9999998f, 8.0f, -1e30f, 1e-40f, -NAN, 1.0f};
+  float x[16];
+  memcpy(x, special, sizeof x);
+  SAME_AT_EVERY_WIDTH(tanh) SAME_AT_EVERY_WIDTH(erf)
+  for (int k = 0; k < 200000; k += 16) {
+    for (int l = 0; l < 16; ++l) x[l] = -12.0f + 24.0f * (float)(k + l) / 200000.0f;
+    SAME_AT_EVERY_WIDTH(tanh) SAME_AT_EVERY_WIDTH(erf)
   }
   return bad != 0;
 }
