@@ -275,6 +275,20 @@ bool a_in_place(const MatrixSite& s, const MatrixTiles& t, const hcd::Hcd& h) {
          (panel * 3 <= l1 * 2 || (b_rows_far(s) && panel <= l1));
 }
 
+// Whether a task of the in-place path collects its C block in a local f32 buffer and
+// writes it out a row at a time after its last column micro-panel, instead of storing
+// each micro-tile into C as it finishes. Where B's rows are far apart so are C's (N
+// elements apart), and a micro-tile's 16 rows of 64 bytes land in 16 pages, each line
+// read for ownership from memory on its own while the next micro-panel's B lines are in
+// flight; a row of the block is one contiguous run (bn columns) that the hardware's
+// streamer and the store buffer handle together. The block (bm x bn f32) must leave L2
+// to A's block and the B micro-panel. 128 x 50257 x 768 bf16, two threads, the kernel's
+// C in bench/amx_cputime/driver_threads.c: 9.5-11.0 -> 8.3-8.8 ms (docs/PERFORMANCE.md,
+// "C written a block row at a time").
+bool c_block_rows(const MatrixSite& s, const MatrixTiles& t, const hcd::Hcd& h) {
+  return b_rows_far(s) && t.bm * t.bn * 4 <= core_cache_bytes(h) / 4;
+}
+
 std::vector<std::string> register_reasons(const MatrixSite& s, const MatrixTiles& t, const hcd::Hcd& h) {
   std::vector<std::string> r;
   const int64_t tm = t.warps_m, tn = t.warps_n;
@@ -294,6 +308,9 @@ std::vector<std::string> register_reasons(const MatrixSite& s, const MatrixTiles
     if (b_rows_far(s) && t.bn / (tn * s.unit.n) > 1)
       r.push_back(fmt::format("  B rows {} bytes apart: each pack hints the next micro-panel's rows",
                               s.N * dtype_bytes(s.input)));
+    if (c_block_rows(s, t, h))
+      r.push_back(fmt::format("  C block {}x{} f32 {} collected locally, written out a row at a time", t.bm, t.bn,
+                              kib(t.bm * t.bn * 4)));
   } else
     r.push_back(fmt::format("  local: B panel {}x{} in k pairs {} of the core's {}, A panel {}x{} {}", kp, t.bn,
                             kib(kp * t.bn * dtype_bytes(s.input)), kib(core_cache_bytes(h)), tm * s.unit.m, kp,
@@ -405,6 +422,8 @@ LoopProgram register_launch(const Kernel& k, const LoopProgram& p, const hcd::Hc
       return idx;
     };
     const std::string kt = names.fresh("ks");
+    const bool staged = c_block_rows(s, t, h);
+    const std::string c_st = names.fresh(s.output + "_block");
     std::vector<Stmt> zero, mma, out, hints;
     for (int64_t a = 0; a < tm; ++a)
       for (int64_t cc = 0; cc < tn; ++cc) {
@@ -413,6 +432,13 @@ LoopProgram register_launch(const Kernel& k, const LoopProgram& p, const hcd::Hc
         mma.push_back(matrix_mma_pairs(acc, tile,
                                        access(s.a, a_at(add(row0, imm(a * um)), mul(var(kt), imm(uk))), s.input),
                                        access(b_p, {imm(cc), var(kt), imm(0), imm(0)}, s.input), um, un, uk));
+        if (staged) {
+          out.push_back(matrix_store(c_st,
+                                     {simplify(add(mul(var(ib), imm(mm)), imm(a * um))),
+                                      simplify(add(mul(var(jb), imm(mn)), imm(cc * un)))},
+                                     access(acc, tile, DType::F32), um, un));
+          continue;
+        }
         std::vector<Expr> origin;
         for (const std::string& v : s.batch) origin.push_back(batch_at.at(v));
         origin.push_back(simplify(add(row0, imm(a * um))));
@@ -432,6 +458,28 @@ LoopProgram register_launch(const Kernel& k, const LoopProgram& p, const hcd::Hc
     Stmt col = block({panel, loop(ib, t.bm / mm, micro)});
     if (t.bn * nnb - s.N >= mn) col = if_then(less(simplify(add(var(j0), mul(var(jb), imm(mn)))), s.N), col);
     Stmt body = loop(jb, t.bn / mn, col);
+    if (staged) {
+      // The block's rows into C: whole rows vectorized, the last task's ragged columns
+      // (and rows past M) tested one by one.
+      const LoopBuffer* cbuf = p.find_buffer(s.output);
+      const std::string r = names.fresh("r"), cc = names.fresh("c");
+      auto copy = [&](ForKind kind, Expr in_range) {
+        std::vector<Expr> idx;
+        for (const std::string& v : s.batch) idx.push_back(batch_at.at(v));
+        idx.push_back(simplify(add(var(i0), var(r))));
+        idx.push_back(simplify(add(var(j0), var(cc))));
+        Expr v = access(c_st, {var(r), var(cc)}, DType::F32);
+        if (cbuf->dtype != DType::F32) v = cast(cbuf->dtype, v);
+        Stmt st = store(s.output, std::move(idx), v);
+        if (in_range) st = if_then(std::move(in_range), st);
+        return loop(cc, t.bn, st, kind);
+      };
+      Stmt row = s.N % t.bn != 0 ? full_columns(add(var(j0), imm(t.bn)), s.N, copy(ForKind::Vectorized, nullptr),
+                                                copy(ForKind::Serial, less(simplify(add(var(j0), var(cc))), s.N)))
+                                 : copy(ForKind::Vectorized, nullptr);
+      if (t.bm * nmb != s.M) row = if_then(less(simplify(add(var(i0), var(r))), s.M), row);
+      body = allocate(c_st, DType::F32, {t.bm, t.bn}, MemScope::Local, block({body, loop(r, t.bm, row)}));
+    }
     body = allocate(acc, DType::F32, {tm, tn, um, un}, MemScope::Register, body);
     body = allocate(b_p, s.input, {tn, nks, uk / 2, 2 * un}, MemScope::Local, body);
     for (size_t q = lets.size(); q-- > 0;) body = let_stmt(lets[q].first, lets[q].second, body);

@@ -62,8 +62,8 @@ public:
   void run(uint64_t chunks, const std::function<void(uint64_t)>& chunk_fn);
 
 private:
-  void worker();
-  void drain();
+  void worker(unsigned self);
+  void drain(unsigned self);
 
   // Poll `ready` for up to spin_ns_ (a pause between polls) before sleeping on a
   // condition variable: a launch that follows within that time starts on every thread
@@ -75,7 +75,8 @@ private:
   std::mutex mutex_;
   std::condition_variable wake_, done_;
   const std::function<void(uint64_t)>* job_ = nullptr;
-  uint64_t chunks_ = 0, next_ = 0;
+  uint64_t chunks_ = 0;
+  std::vector<uint64_t> next_, end_; // per thread: the next and the end of its own range
   // Written under mutex_, read without it while spinning.
   std::atomic<uint64_t> finished_{0}, generation_{0};
   std::atomic<bool> stopping_{false};

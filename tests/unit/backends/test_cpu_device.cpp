@@ -8,6 +8,7 @@
 #include <gmock/gmock.h>
 
 #include <dlfcn.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <cstring>
@@ -211,6 +212,56 @@ TEST(CpuDevice, BackToBackLaunchesFromSeveralHostThreads) {
       });
     for (std::thread& t : hosts) t.join();
   }
+  cpu_api()->release(UT_RELEASE_KERNEL, k);
+}
+
+// A kernel whose blocks write the id of the thread that ran them, after about 0.3 ms of
+// work each, so that every pool thread is awake and taking chunks while they run.
+constexpr const char* kThreadIdSource = R"(#define _GNU_SOURCE
+#include <stdint.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+)" UT_C_DIALECT_ABI_TEXT R"(
+__attribute__((visibility("default"))) void ut_entry_tid(const ut_c_arg* args, uint32_t bx, uint32_t by, uint32_t bz) {
+  (void)by; (void)bz;
+  volatile double x = 0;
+  for (int k = 0; k < 300000; ++k) x = x + 1e-9 * k;
+  ((int64_t*)args[0].p)[bx] = (int64_t)syscall(SYS_gettid);
+}
+)";
+
+// Each pool thread owns the same contiguous share of every launch (as an OpenMP static
+// schedule), so a kernel launched again on the same data finds its share in that core's
+// caches; others take from a share's end only once their own is done. Two threads, 8
+// blocks (8 chunks): the calling thread always starts its share (blocks 0-3) with block
+// 0, and the worker's share starts at block 4, which the caller reaches only after
+// stealing 7, 6 and 5 from the back; so block 4 runs on the worker in (nearly) every
+// launch, and never does block 0.
+TEST(CpuDevice, EachThreadOwnsTheSameShareOfEveryLaunch) {
+  ASSERT_NE(cpu_api(), nullptr);
+  Compiled c(kThreadIdSource);
+  ASSERT_EQ(c.status, UT_OK) << c.message;
+  ut_kernel* k = nullptr;
+  ut_error err{};
+  ASSERT_EQ(cpu_api()->load(c.data, c.size, "ut_entry_tid", &k, &err), UT_OK) << err.message;
+  ScopedEnv threads("UNITILE_NUM_THREADS", "2");
+  ScopedEnv spin("UNITILE_SPIN_US", "20000");
+  const int64_t caller = static_cast<int64_t>(gettid());
+  const uint32_t grid[3] = {8, 1, 1}, block[3] = {1, 1, 1};
+  int worker_took_4 = 0;
+  const int launches = 20;
+  for (int n = 0; n < launches; ++n) {
+    Buffer out(std::vector<int64_t>(8, 0));
+    std::vector<ut_arg> args = {out.arg()};
+    ASSERT_EQ(cpu_api()->launch(k, grid, block, args.data(), 1, &err), UT_OK) << err.message;
+    const std::vector<int64_t> tid = out.read<int64_t>();
+    for (int64_t t : tid) ASSERT_NE(t, 0); // every block ran
+    EXPECT_EQ(tid[0], caller) << "launch " << n;
+    worker_took_4 += tid[4] != caller;
+  }
+  // A worker descheduled for a whole launch (a loaded CI machine) loses its share to the
+  // caller; a shared queue would give block 4 to the worker about half the time.
+  EXPECT_GE(worker_took_4, launches * 3 / 4);
   cpu_api()->release(UT_RELEASE_KERNEL, k);
 }
 
