@@ -56,10 +56,11 @@ template <class Ready> bool ThreadPool::spin(Ready ready) const {
 // [t C / T, (t + 1) C / T)), as an OpenMP static schedule gives it, so a kernel launched
 // again on the same data finds each thread's share in the caches of the core that read
 // it last time; a dynamic queue hands the shares out in a different order each launch.
-// The 128 x 50257 x 768 bf16 GEMM (each thread's half of B, 39 MB, stays in its core's
-// part of the last-level cache between launches) ran 10.3 ms on two threads with a
-// shared queue and ~7 with owned shares (docs/PERFORMANCE.md, "Owned shares").
-// Stealing keeps uneven blocks and a descheduled thread from stalling the launch.
+// (A shared queue also tends to give a thread the same chunks while the blocks take
+// equal times, so the gain is in the cases it does not: the 128 x 50257 x 768 bf16 GEMM
+// on two threads measured the same either way, docs/PERFORMANCE.md, "The LM head's C
+// block, and owned shares".) Stealing keeps uneven blocks and a descheduled thread from
+// stalling the launch.
 void ThreadPool::drain(unsigned self) {
   const size_t n = next_.size();
   for (size_t k = 0; job_ && k < n; ++k) {
