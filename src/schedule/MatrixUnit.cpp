@@ -211,6 +211,17 @@ int64_t last_cache_share(const hcd::Hcd& h) {
   return best;
 }
 
+// The last-level cache the schedule counts on keeping data in between calls: at most 16
+// MiB per CPU sharing it (a VM's sysfs reports the whole socket's cache, which the host's
+// other guests share), as AutoSchedule's rule for streaming stores.
+int64_t kept_cache_bytes(const hcd::Hcd& h) {
+  int64_t llc = core_cache_bytes(h);
+  for (const hcd::MemoryLevel& l : h.memory)
+    if (l.scope != "global" && l.scope != "register")
+      llc = std::max(llc, std::min<int64_t>(l.size_bytes, int64_t{16} * 1024 * 1024 * std::max(1, l.shared_by)));
+  return llc;
+}
+
 int64_t batch_count(const MatrixSite& s) {
   int64_t n = 1;
   for (int64_t e : s.batch_extents) n *= e;
@@ -289,6 +300,33 @@ bool c_block_rows(const MatrixSite& s, const MatrixTiles& t, const hcd::Hcd& h) 
   return b_rows_far(s) && t.bm * t.bn * 4 <= core_cache_bytes(h) / 4;
 }
 
+// Whether the in-place path hints the next B micro-panel's rows from the multiply loop
+// (R rows per k step of each micro-row, R = K / (micro-rows x k steps)) instead of from
+// the pack: B does not stay in the cache between calls (kept_cache_bytes), so its lines
+// come from far away, and issued in one burst during the pack they held the fill buffers
+// while the micro-rows that followed issued none; spread over the multiplies they
+// overlap them. Driver (bench/amx_cputime/driver_threads.c), two threads, alternating:
+// 128 x 50257 x 768 bf16 7.40-7.89 -> 7.20-7.47 ms (with A packed in tiles, not built),
+// 64 x 32000 x 768 3.44-3.77 -> 3.32-3.38; with B at 25 MB (128 x 16384 x 768), which
+// stays in the cache, it was 5% slower, so that keeps the pack's hints. `unitile bench`,
+// two threads, three alternating rounds: 64 x 32000 x 768 4.33-4.51 -> 3.19-3.53 ms, the
+// LM head 6.46-6.69 -> 6.46-6.81 (0.885-0.897 -> 0.905-0.916 of oneDNN); with one
+// micro-row (32 x 25001 x 768: 32 rows, 64 hints, per k step) 1.65-1.69 -> 1.69-1.85, so
+// at most 16 rows a step.
+int64_t b_matrix_bytes(const MatrixSite& s) { return s.K * s.N * dtype_bytes(s.input); } // one batch's B
+
+// Rows of B each k step of a micro-row hints (hints_in_multiplies).
+int64_t hint_rows_per_step(const MatrixSite& s, const MatrixTiles& t) {
+  return s.K / (t.bm / (t.warps_m * s.unit.m) * ceil_div(s.K, s.unit.k));
+}
+
+bool hints_in_multiplies(const MatrixSite& s, const MatrixTiles& t, const hcd::Hcd& h) {
+  const int64_t mm = t.warps_m * s.unit.m, mn = t.warps_n * s.unit.n;
+  const int64_t steps = t.bm / mm * ceil_div(s.K, s.unit.k);
+  return b_rows_far(s) && t.bn / mn > 1 && s.K % steps == 0 && s.K / steps <= 16 &&
+         b_matrix_bytes(s) > kept_cache_bytes(h);
+}
+
 std::vector<std::string> register_reasons(const MatrixSite& s, const MatrixTiles& t, const hcd::Hcd& h) {
   std::vector<std::string> r;
   const int64_t tm = t.warps_m, tn = t.warps_n;
@@ -306,8 +344,13 @@ std::vector<std::string> register_reasons(const MatrixSite& s, const MatrixTiles
                             kp, tn * s.unit.n, kib(kp * tn * s.unit.n * dtype_bytes(s.input)), t.bm, s.K,
                             kib(t.bm * s.K * dtype_bytes(s.input)), kib(core_cache_bytes(h))));
     if (b_rows_far(s) && t.bn / (tn * s.unit.n) > 1)
-      r.push_back(fmt::format("  B rows {} bytes apart: each pack hints the next micro-panel's rows",
-                              s.N * dtype_bytes(s.input)));
+      r.push_back(fmt::format("  B rows {} bytes apart: {} the next micro-panel's rows", s.N * dtype_bytes(s.input),
+                              hints_in_multiplies(s, t, h)
+                                  ? fmt::format("B ({}) larger than the cache kept between calls ({}): each k step "
+                                                "of the multiplies hints {} of",
+                                                kib(b_matrix_bytes(s)), kib(kept_cache_bytes(h)),
+                                                hint_rows_per_step(s, t))
+                                  : std::string("each pack hints")));
     if (c_block_rows(s, t, h))
       r.push_back(fmt::format("  C block {}x{} f32 {} collected locally, written out a row at a time", t.bm, t.bn,
                               kib(t.bm * t.bn * 4)));
@@ -384,20 +427,32 @@ LoopProgram register_launch(const Kernel& k, const LoopProgram& p, const hcd::Hc
     // (the piece may straddle two lines); they arrive while this micro-panel's micro-rows
     // run. Without the hints every row of a micro-panel misses on its own, one page after
     // another (128 x 50257 x 768 bf16, two threads: docs/PERFORMANCE.md, bf16 round 5).
-    Stmt hint;
+    // Where B does not stay in the cache between calls (hints_in_multiplies) the same
+    // hints go out from the multiply loop instead, R rows per k step of each micro-row
+    // (`spread`, placed below).
+    Stmt hint, spread;
+    const std::string kt = names.fresh("ks");
     if (b_rows_far(s) && t.bn / mn > 1) {
       const ExprNode* bread = site_read(k, s, s.b);
       Expr next = simplify(add(var(j0), mul(add(var(jb), imm(1)), imm(mn))));
-      auto b_at = [&](const Expr& col) {
+      auto b_at = [&](const Expr& row, const Expr& col) {
         std::vector<Expr> idx;
         for (const Expr& i : bread->operands)
-          idx.push_back(i->name == s.k   ? simplify(add(mul(var(ks), imm(uk)), mul(var(pp), imm(2))))
-                        : i->name == s.j ? simplify(col)
-                                         : batch_at.at(i->name));
+          idx.push_back(i->name == s.k ? simplify(row) : i->name == s.j ? simplify(col) : batch_at.at(i->name));
         return idx;
       };
-      hint = if_then(conj(less(simplify(add(var(jb), imm(1))), t.bn / mn), less(simplify(add(next, imm(mn))), s.N + 1)),
-                     block({prefetch(s.b, b_at(next), 2), prefetch(s.b, b_at(add(next, imm(mn - 1))), 2)}));
+      Expr next_fits =
+          conj(less(simplify(add(var(jb), imm(1))), t.bn / mn), less(simplify(add(next, imm(mn))), s.N + 1));
+      if (hints_in_multiplies(s, t, h)) {
+        const int64_t rows = hint_rows_per_step(s, t);
+        Expr row = mul(add(mul(var(ib), imm(nks)), var(kt)), imm(rows));
+        spread = if_then(next_fits, block({prefetch(s.b, b_at(row, next), rows),
+                                           prefetch(s.b, b_at(row, add(next, imm(mn - 1))), rows)}));
+      } else {
+        Expr row = add(mul(var(ks), imm(uk)), mul(var(pp), imm(2)));
+        hint = if_then(next_fits,
+                       block({prefetch(s.b, b_at(row, next), 2), prefetch(s.b, b_at(row, add(next, imm(mn - 1))), 2)}));
+      }
     }
     auto panel_of = [&](Expr in_range) {
       Stmt st = packed(s.b, *bbuf, b_p, {var(half), var(ks), var(pp), simplify(add(mul(var(c), imm(2)), var(e)))},
@@ -421,7 +476,6 @@ LoopProgram register_launch(const Kernel& k, const LoopProgram& p, const hcd::Hc
         idx.push_back(i->name == s.i ? simplify(row) : i->name == s.k ? simplify(kk) : batch_at.at(i->name));
       return idx;
     };
-    const std::string kt = names.fresh("ks");
     const bool staged = c_block_rows(s, t, h);
     const std::string c_st = names.fresh(s.output + "_block");
     std::vector<Stmt> zero, mma, out, hints;
@@ -453,6 +507,7 @@ LoopProgram register_launch(const Kernel& k, const LoopProgram& p, const hcd::Hc
         hints.push_back(prefetch(s.a, a_at(add(row0, imm(a * um)), mul(add(var(kt), imm(ahead)), imm(uk))), um));
       mma.push_back(if_then(less(simplify(add(var(kt), imm(ahead))), nks), block(hints)));
     }
+    if (spread) mma.insert(mma.begin(), spread);
     Stmt micro = block({block(zero), loop(kt, nks, block(mma)), block(out)});
     if (t.bm * nmb - s.M >= mm) micro = if_then(less(row0, s.M), micro);
     Stmt col = block({panel, loop(ib, t.bm / mm, micro)});
