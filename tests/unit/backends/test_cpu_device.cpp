@@ -50,6 +50,28 @@ struct Compiled {
   }
 };
 
+// A compiled source's entry, loaded; released at the end of the scope. `error` says why
+// when `k` is null.
+struct LoadedEntry {
+  ut_kernel* k = nullptr;
+  std::string error;
+  LoadedEntry(const char* src, const char* entry) {
+    Compiled c(src);
+    if (c.status != UT_OK) {
+      error = "compile: " + c.message;
+      return;
+    }
+    ut_error err{};
+    if (cpu_api()->load(c.data, c.size, entry, &k, &err) != UT_OK) error = "load: " + std::string(err.message);
+  }
+  ~LoadedEntry() {
+    if (k)
+      cpu_api()->release(UT_RELEASE_KERNEL, k);
+  }
+  LoadedEntry(const LoadedEntry&) = delete;
+  LoadedEntry& operator=(const LoadedEntry&) = delete;
+};
+
 TEST(CpuDevice, PluginExportsTheCurrentAbi) {
   const ut_device_api* api = cpu_api();
   ASSERT_NE(api, nullptr) << "cannot dlopen " << UNITILE_PLUGIN_DIR << "/libunitile-device-cpu.so";
@@ -173,11 +195,9 @@ void check_grid(ut_kernel* k, uint32_t gx, uint32_t gy, uint32_t gz) {
 
 TEST(CpuDevice, EveryBlockRunsOnceForAnyThreadCount) {
   ASSERT_NE(cpu_api(), nullptr);
-  Compiled c(kBlockIndexSource);
-  ASSERT_EQ(c.status, UT_OK) << c.message;
-  ut_kernel* k = nullptr;
-  ut_error err{};
-  ASSERT_EQ(cpu_api()->load(c.data, c.size, "ut_entry_ids", &k, &err), UT_OK) << err.message;
+  LoadedEntry loaded(kBlockIndexSource, "ut_entry_ids");
+  ASSERT_NE(loaded.k, nullptr) << loaded.error;
+  ut_kernel* k = loaded.k;
   for (const char* threads : {"1", "2", "3", "8"}) {
     ScopedEnv env("UNITILE_NUM_THREADS", threads);
     SCOPED_TRACE(threads);
@@ -187,7 +207,6 @@ TEST(CpuDevice, EveryBlockRunsOnceForAnyThreadCount) {
     check_grid(k, 1000, 1, 1);
   }
   check_grid(k, 33, 2, 1); // the affinity-mask default
-  cpu_api()->release(UT_RELEASE_KERNEL, k);
 }
 
 // Idle pool threads poll for the next launch for UNITILE_SPIN_US before sleeping:
@@ -195,11 +214,9 @@ TEST(CpuDevice, EveryBlockRunsOnceForAnyThreadCount) {
 // exactly once, with the poll on (the default, and a long one) and off.
 TEST(CpuDevice, BackToBackLaunchesFromSeveralHostThreads) {
   ASSERT_NE(cpu_api(), nullptr);
-  Compiled c(kBlockIndexSource);
-  ASSERT_EQ(c.status, UT_OK) << c.message;
-  ut_kernel* k = nullptr;
-  ut_error err{};
-  ASSERT_EQ(cpu_api()->load(c.data, c.size, "ut_entry_ids", &k, &err), UT_OK) << err.message;
+  LoadedEntry loaded(kBlockIndexSource, "ut_entry_ids");
+  ASSERT_NE(loaded.k, nullptr) << loaded.error;
+  ut_kernel* k = loaded.k;
   // A new thread count makes a new pool, which reads UNITILE_SPIN_US.
   for (auto [threads, spin] : {std::pair{"3", "0"}, std::pair{"4", "100"}, std::pair{"5", "20000"}}) {
     ScopedEnv pool_threads("UNITILE_NUM_THREADS", threads);
@@ -212,7 +229,6 @@ TEST(CpuDevice, BackToBackLaunchesFromSeveralHostThreads) {
       });
     for (std::thread& t : hosts) t.join();
   }
-  cpu_api()->release(UT_RELEASE_KERNEL, k);
 }
 
 // A kernel whose blocks write the id of the thread that ran them, after about 0.3 ms of
@@ -239,11 +255,9 @@ __attribute__((visibility("default"))) void ut_entry_tid(const ut_c_arg* args, u
 // launch, and never does block 0.
 TEST(CpuDevice, EachThreadOwnsTheSameShareOfEveryLaunch) {
   ASSERT_NE(cpu_api(), nullptr);
-  Compiled c(kThreadIdSource);
-  ASSERT_EQ(c.status, UT_OK) << c.message;
-  ut_kernel* k = nullptr;
-  ut_error err{};
-  ASSERT_EQ(cpu_api()->load(c.data, c.size, "ut_entry_tid", &k, &err), UT_OK) << err.message;
+  LoadedEntry loaded(kThreadIdSource, "ut_entry_tid");
+  ASSERT_NE(loaded.k, nullptr) << loaded.error;
+  ut_kernel* k = loaded.k;
   ScopedEnv threads("UNITILE_NUM_THREADS", "2");
   ScopedEnv spin("UNITILE_SPIN_US", "20000");
   const int64_t caller = static_cast<int64_t>(gettid());
@@ -253,6 +267,7 @@ TEST(CpuDevice, EachThreadOwnsTheSameShareOfEveryLaunch) {
   for (int n = 0; n < launches; ++n) {
     Buffer out(std::vector<int64_t>(8, 0));
     std::vector<ut_arg> args = {out.arg()};
+    ut_error err{};
     ASSERT_EQ(cpu_api()->launch(k, grid, block, args.data(), 1, &err), UT_OK) << err.message;
     const std::vector<int64_t> tid = out.read<int64_t>();
     for (int64_t t : tid) ASSERT_NE(t, 0); // every block ran
@@ -262,16 +277,13 @@ TEST(CpuDevice, EachThreadOwnsTheSameShareOfEveryLaunch) {
   // A worker descheduled for a whole launch (a loaded CI machine) loses its share to the
   // caller; a shared queue would give block 4 to the worker about half the time.
   EXPECT_GE(worker_took_4, launches * 3 / 4);
-  cpu_api()->release(UT_RELEASE_KERNEL, k);
 }
 
 TEST(CpuDevice, BadThreadCountsAndBlocksAreClearErrors) {
   ASSERT_NE(cpu_api(), nullptr);
-  Compiled c(kBlockIndexSource);
-  ASSERT_EQ(c.status, UT_OK) << c.message;
-  ut_kernel* k = nullptr;
-  ut_error err{};
-  ASSERT_EQ(cpu_api()->load(c.data, c.size, "ut_entry_ids", &k, &err), UT_OK) << err.message;
+  LoadedEntry loaded(kBlockIndexSource, "ut_entry_ids");
+  ASSERT_NE(loaded.k, nullptr) << loaded.error;
+  ut_kernel* k = loaded.k;
   std::vector<int64_t> zeros(4, 0);
   Buffer out(zeros);
   std::vector<ut_arg> args = {out.arg(), i64_arg(4), i64_arg(1), f64_arg(0)};
@@ -291,7 +303,6 @@ TEST(CpuDevice, BadThreadCountsAndBlocksAreClearErrors) {
   EXPECT_EQ(cpu_api()->launch(k, grid, one, &bad_kind, 1, &e), UT_ERROR_INVALID);
   EXPECT_THAT(e.message, HasSubstr("unknown kind 9"));
   EXPECT_EQ(out.read<int64_t>(), zeros); // nothing ran
-  cpu_api()->release(UT_RELEASE_KERNEL, k);
 }
 
 TEST(CpuDevice, SeveralLoadedBinariesStayDistinct) {
