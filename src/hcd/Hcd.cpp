@@ -18,6 +18,17 @@ const MemoryLevel* Hcd::level(const std::string& level_name) const {
   return nullptr;
 }
 
+int64_t Hcd::kept_cache_bytes() const {
+  constexpr int64_t kKeptPerCpu = int64_t{16} * 1024 * 1024;
+  int64_t kept = 0;
+  for (const MemoryLevel& l : memory) {
+    if (l.scope == "register" || l.scope == "global") continue;
+    kept = std::max(kept, kind == DeviceKind::Cpu ? std::min(l.size_bytes, kKeptPerCpu * std::max(1, l.shared_by))
+                                                  : l.size_bytes);
+  }
+  return kept;
+}
+
 uint64_t Hcd::hash() const {
   // The TOML text covers every schema field in a fixed order and format, so hashing it
   // is stable across runs and machines; `source` is left out on purpose (the same

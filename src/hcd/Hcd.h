@@ -76,6 +76,12 @@ struct Hcd {
 
   int lanes_for(DType t) const; // lanes[t] if given, else vector_bits / (8*bytes)
   const MemoryLevel* level(const std::string& name) const;
+  /// The largest cache a program can count on keeping its data in between launches:
+  /// every cached level (not registers, not the device memory), and on a CPU at most
+  /// 16 MiB per CPU sharing an instance (a VM's sysfs reports the whole socket's L3,
+  /// 480 MiB on the AMX Xeon of docs/PERFORMANCE.md for two vCPUs, which the host's
+  /// other guests share). 0 when the HCD names no cache.
+  int64_t kept_cache_bytes() const;
   /// Stable hash of every field that affects generated code (not `source`).
   uint64_t hash() const;
 };

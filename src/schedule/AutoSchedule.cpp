@@ -1219,15 +1219,11 @@ AutoSchedule auto_schedule(const Kernel& given, const ShapeBindings& b, const hc
   // ms on one thread, 1.3-1.8 -> 0.8-0.9 on two; 3 M (36 MiB): 1.5 -> 0.8-0.9 and 0.83-0.88
   // -> 0.55. (The output alone exceeding the cache was the rule before: Add's 16 MiB
   // output was not streamed.) Not for GEMM outputs (their tiles are the GEMM path's).
-  // The last level counts for at most 16 MiB per CPU sharing it: a VM's sysfs reports
-  // the whole socket's cache (480 MiB on the AVX-512 Xeon of docs/PERFORMANCE.md, for
-  // two vCPUs), which the host's other guests share; there softmax's 64 MiB output
-  // written with streaming stores ran at 0.78 of the triad against 0.62.
+  // The last level counts for at most 16 MiB per CPU sharing it (Hcd::kept_cache_bytes):
+  // on the AVX-512 Xeon's 480 MiB socket L3, softmax's 64 MiB output written with
+  // streaming stores ran at 0.78 of the triad against 0.62.
   if (h.kind == hcd::DeviceKind::Cpu) {
-    int64_t llc = 0;
-    for (const hcd::MemoryLevel& l : h.memory)
-      if (l.scope != "register" && l.scope != "global")
-        llc = std::max(llc, std::min<int64_t>(l.size_bytes, int64_t(16) * 1024 * 1024 * std::max(1, l.shared_by)));
+    const int64_t llc = h.kept_cache_bytes();
     std::set<std::string> gemm_outputs;
     for (size_t n : gemm_statements)
       if (n < k.body.size()) gemm_outputs.insert(k.body[n].output);

@@ -211,16 +211,9 @@ int64_t last_cache_share(const hcd::Hcd& h) {
   return best;
 }
 
-// The last-level cache the schedule counts on keeping data in between calls: at most 16
-// MiB per CPU sharing it (a VM's sysfs reports the whole socket's cache, which the host's
-// other guests share), as AutoSchedule's rule for streaming stores.
-int64_t kept_cache_bytes(const hcd::Hcd& h) {
-  int64_t llc = core_cache_bytes(h);
-  for (const hcd::MemoryLevel& l : h.memory)
-    if (l.scope != "global" && l.scope != "register")
-      llc = std::max(llc, std::min<int64_t>(l.size_bytes, int64_t{16} * 1024 * 1024 * std::max(1, l.shared_by)));
-  return llc;
-}
+// The last-level cache the schedule counts on keeping data in between calls
+// (Hcd::kept_cache_bytes: at most 16 MiB per CPU sharing it), at least the core's own.
+int64_t kept_cache_bytes(const hcd::Hcd& h) { return std::max(core_cache_bytes(h), h.kept_cache_bytes()); }
 
 int64_t batch_count(const MatrixSite& s) {
   int64_t n = 1;

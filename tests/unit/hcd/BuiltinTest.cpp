@@ -140,5 +140,32 @@ TEST(HcdBuiltin, LanesOverrideTheVectorWidth) {
   EXPECT_EQ(h.lanes_for(DType::F64), 1); // never zero lanes
 }
 
+TEST(HcdBuiltin, KeptCacheIsTheLargestCacheAtMost16MiBPerSharingCpu) {
+  auto level = [](const char* name, const char* scope, int64_t size, int shared_by) {
+    MemoryLevel l;
+    l.name = name;
+    l.scope = scope;
+    l.size_bytes = size;
+    l.shared_by = shared_by;
+    return l;
+  };
+  constexpr int64_t MiB = int64_t{1} << 20;
+  Hcd h = builtin("sim");
+  h.kind = DeviceKind::Cpu;
+  h.memory = {level("regs", "register", 4096 * MiB, 1), level("L1", "local", MiB / 16, 1),
+              level("L2", "local", 2 * MiB, 1), level("L3", "shared", 480 * MiB, 2),
+              level("DRAM", "global", 64 * 1024 * MiB, 2)};
+  EXPECT_EQ(h.kept_cache_bytes(), 32 * MiB); // a VM's socket-wide L3: 16 MiB per sharing CPU
+  h.memory[3].size_bytes = 24 * MiB;
+  EXPECT_EQ(h.kept_cache_bytes(), 24 * MiB); // a cache under the cap counts whole
+  h.memory.erase(h.memory.begin() + 3);
+  EXPECT_EQ(h.kept_cache_bytes(), 2 * MiB); // the largest cache, registers and DRAM aside
+  h.kind = DeviceKind::Gpu;
+  h.memory.push_back(level("L2g", "shared", 50 * MiB, 132));
+  EXPECT_EQ(h.kept_cache_bytes(), 50 * MiB); // the cap is the CPU's VM rule only
+  h.memory = {level("DRAM", "global", 1024 * MiB, 1)};
+  EXPECT_EQ(h.kept_cache_bytes(), 0);
+}
+
 } // namespace
 } // namespace unitile::hcd
