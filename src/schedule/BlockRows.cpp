@@ -53,24 +53,6 @@ bool is_slot0(const Expr& x, const std::string& buf) {
          const_int_value(x->operands[0]) == 0;
 }
 
-bool reads(const Expr& e, const std::string& buf) {
-  bool found = false;
-  visit(e, [&](const Expr& x) { found |= x->kind == ExprKind::Access && x->name == buf; });
-  return found;
-}
-
-bool stmt_reads(const Stmt& s, const std::string& buf) {
-  if (!s) return false;
-  for (const Expr& e : {s->min, s->extent, s->cond, s->value})
-    if (e && reads(e, buf)) return true;
-  for (const Expr& i : s->indices)
-    if (reads(i, buf)) return true;
-  if (s->kind == StmtKind::Store && s->buffer == buf) return true;
-  for (const Stmt& c : s->body)
-    if (stmt_reads(c, buf)) return true;
-  return false;
-}
-
 Expr combine(int op, Expr a, Expr b) {
   switch (op) {
   case 0: return binary(BinaryOp::Add, std::move(a), std::move(b));
@@ -117,7 +99,7 @@ std::optional<Reduction> reduction_item(const Stmt& s) {
     return std::nullopt;
   }
   r.term = v->operands[1];
-  if (reads(r.term, r.acc)) return std::nullopt;
+  if (expr_reads(r.term, r.acc)) return std::nullopt;
   r.final = b->body[2];
   if (r.final->kind != StmtKind::Store || r.final->buffer == r.acc) return std::nullopt;
   return r;

@@ -18,13 +18,6 @@ namespace unitile {
 
 namespace {
 
-bool writes(const Stmt& s, const std::string& b) {
-  if (s->kind == StmtKind::Store && s->buffer == b) return true;
-  for (const Stmt& c : s->body)
-    if (writes(c, b)) return true;
-  return false;
-}
-
 // Each access to `b` in `s` (reads, or stores when `stores`) as its index list.
 void accesses(const Stmt& s, const std::string& b, bool stores, std::vector<std::vector<Expr>>& out) {
   if (stores && s->kind == StmtKind::Store && s->buffer == b) out.push_back(s->indices);
@@ -87,7 +80,7 @@ LoopProgram compute_at(const LoopProgram& p, const std::string& buffer, const st
   auto fail = [&](const std::string& why) { return UserError(fmt::format("error: schedule: {}: {}", what, why)); };
   std::vector<size_t> producers;
   for (size_t n = 0; n < p.funcs.size(); ++n)
-    if (writes(p.funcs[n].body, buffer)) producers.push_back(n);
+    if (stmt_writes(p.funcs[n].body, buffer)) producers.push_back(n);
   if (producers.empty()) throw fail(fmt::format("no statement writes '{}'", buffer));
   if (producers.size() > 1) throw fail(fmt::format("'{}' is written by {} launches", buffer, producers.size()));
   const size_t pi = producers[0];

@@ -36,36 +36,6 @@ namespace unitile {
 
 namespace {
 
-bool stores_into(const Stmt& s, const std::string& b) {
-  if (s->kind == StmtKind::Store && s->buffer == b) return true;
-  for (const Stmt& c : s->body)
-    if (stores_into(c, b)) return true;
-  return false;
-}
-
-bool reads_in(const Expr& e, const std::string& b) {
-  bool found = false;
-  if (e) visit(e, [&](const Expr& a) { found |= a->kind == ExprKind::Access && a->name == b; });
-  return found;
-}
-
-bool reads_buffer(const Stmt& s, const std::string& b) {
-  bool found = false;
-  std::function<void(const Stmt&)> walk = [&](const Stmt& x) {
-    auto look = [&](const Expr& e) {
-      if (e) visit(e, [&](const Expr& a) { found |= a->kind == ExprKind::Access && a->name == b; });
-    };
-    look(x->value);
-    look(x->cond);
-    look(x->min);
-    look(x->extent);
-    for (const Expr& i : x->indices) look(i);
-    for (const Stmt& c : x->body) walk(c);
-  };
-  walk(s);
-  return found;
-}
-
 // The perfect nest at `l`: its loops, outermost first (each with min 0 and a constant
 // extent), or empty when it is not one.
 std::vector<const StmtNode*> perfect_nest(const StmtNode* l) {
@@ -155,7 +125,7 @@ Stmt defer_last_pass(const LoopProgram& p, const Stmt& body, const std::string& 
       }
     }
     const Stmt last = cur;
-    if (!stores_into(last, out)) throw fail(fmt::format("the last loop nest of '{}' does not write {}", at, out));
+    if (!stmt_writes(last, out)) throw fail(fmt::format("the last loop nest of '{}' does not write {}", at, out));
     // L: one loop whose body stores only into `out` (and hints the caches).
     const std::vector<const StmtNode*> l_nest = perfect_nest(last.get());
     if (l_nest.size() != 1) throw fail(fmt::format("the loop nest writing {} is not one loop from 0", out));
@@ -174,18 +144,18 @@ Stmt defer_last_pass(const LoopProgram& p, const Stmt& body, const std::string& 
     std::map<std::string, size_t> doubled; // name -> rank
     std::vector<const StmtNode*> lets;
     for (const Step& s : path) {
-      if (s.node->kind == StmtKind::Allocate && reads_buffer(last, s.node->buffer)) doubled[s.node->buffer] = s.node->shape.size();
+      if (s.node->kind == StmtKind::Allocate && stmt_reads(last, s.node->buffer)) doubled[s.node->buffer] = s.node->shape.size();
       if (s.node->kind == StmtKind::Let) lets.push_back(s.node.get());
     }
     for (const StmtNode* l : lets)
       for (const auto& [b, rank] : doubled)
-        if (reads_in(l->value, b))
+        if (expr_reads(l->value, b))
           throw fail(fmt::format("the let '{}' before the loop writing {} reads the slice's buffer {}", l->var, out, b));
     // No other statement of the slice may write `out`, and nothing after L may read it.
     bool out_elsewhere = false;
     for (const Step& s : path)
       if (s.node->kind == StmtKind::Block)
-        for (size_t c = 0; c < s.child; ++c) out_elsewhere |= stores_into(s.node->body[c], out) || reads_buffer(s.node->body[c], out);
+        for (size_t c = 0; c < s.child; ++c) out_elsewhere |= stmt_writes(s.node->body[c], out) || stmt_reads(s.node->body[c], out);
     if (out_elsewhere) throw fail(fmt::format("another statement of the slice touches {}", out));
 
     // P: the last loop nest before L (depth first, from the end) with L's trip count.

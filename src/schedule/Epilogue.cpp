@@ -25,24 +25,6 @@ namespace unitile {
 
 namespace {
 
-bool writes(const Stmt& s, const std::string& b) {
-  if (s->kind == StmtKind::Store && s->buffer == b) return true;
-  for (const Stmt& c : s->body)
-    if (writes(c, b)) return true;
-  return false;
-}
-
-bool reads(const Stmt& s, const std::string& b) {
-  bool found = false;
-  auto scan = [&](const Expr& e) {
-    if (e) visit(e, [&](const Expr& a) { found |= a->kind == ExprKind::Access && a->name == b; });
-  };
-  for (const Expr& e : {s->min, s->extent, s->cond, s->value}) scan(e);
-  for (const Expr& i : s->indices) scan(i);
-  for (const Stmt& c : s->body) found |= reads(c, b);
-  return found;
-}
-
 Expr rename_access(const Expr& e, const std::string& from, const std::string& to) {
   return rewrite(e, [&](const Expr& a) -> Expr {
     if (a->kind != ExprKind::Access || a->name != from) return a;
@@ -107,7 +89,7 @@ struct Fuser {
       n->value = last ? select(last, mapped, s->value) : mapped;
       return n;
     }
-    if (s->kind == StmtKind::For && writes(s, output) && !reads(s, output)) {
+    if (s->kind == StmtKind::For && stmt_writes(s, output) && !stmt_reads(s, output)) {
       // A nest that only stores the output (a register tile's write-back): if every
       // loop of it moves the index, store the map of the tile on the last visit (the
       // same nest, so the registers are read as whole vectors) and the tile otherwise.
@@ -152,8 +134,8 @@ LoopProgram epilogue(const LoopProgram& p, const std::string& local) {
   if (!y || y->role != TensorRole::Local) throw fail(fmt::format("'{}' is not a local of the kernel", local));
   std::vector<size_t> writers, readers;
   for (size_t n = 0; n < p.funcs.size(); ++n) {
-    if (writes(p.funcs[n].body, local)) writers.push_back(n);
-    else if (reads(p.funcs[n].body, local)) readers.push_back(n);
+    if (stmt_writes(p.funcs[n].body, local)) writers.push_back(n);
+    else if (stmt_reads(p.funcs[n].body, local)) readers.push_back(n);
   }
   if (writers.size() != 1)
     throw fail(fmt::format("'{}' is written by {} launches; one is needed (fold_init {} first)", local,
@@ -197,10 +179,10 @@ LoopProgram epilogue(const LoopProgram& p, const std::string& local) {
   if (!pointwise)
     throw fail(fmt::format("the statement writing '{}' reads '{}' at other elements than its own, or reads itself",
                            z->name, local));
-  if (reads(prod.body, z->name) || writes(prod.body, z->name))
+  if (stmt_reads(prod.body, z->name) || stmt_writes(prod.body, z->name))
     throw fail(fmt::format("the reduction writing '{}' touches '{}'", local, z->name));
   for (size_t n = writers[0] + 1; n < readers[0]; ++n)
-    if (reads(p.funcs[n].body, z->name) || writes(p.funcs[n].body, z->name))
+    if (stmt_reads(p.funcs[n].body, z->name) || stmt_writes(p.funcs[n].body, z->name))
       throw fail(fmt::format("launch '{}' touches '{}' in between", p.funcs[n].name, z->name));
 
   // Z takes Y's place, and the map runs where the reduction's values are final.

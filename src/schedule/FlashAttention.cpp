@@ -333,25 +333,6 @@ int64_t product(const std::vector<int64_t>& v) {
   return p;
 }
 
-// Names for the fused nest that no buffer, param, loop or allocation of the program uses.
-class NameSet {
-public:
-  explicit NameSet(const LoopProgram& p) {
-    for (const LoopBuffer& b : p.buffers) taken_.insert(b.name);
-    for (const ParamDecl& prm : p.params) taken_.insert(prm.name);
-  }
-  std::string fresh(const std::string& base) {
-    if (taken_.insert(base).second) return base;
-    for (int n = 0;; ++n) {
-      std::string c = fmt::format("{}_{}", base, n);
-      if (taken_.insert(c).second) return c;
-    }
-  }
-
-private:
-  std::set<std::string> taken_;
-};
-
 Expr cast_to(DType t, const Expr& e) { return e->type == t ? e : cast(t, e); }
 Expr add(Expr a, Expr b) { return binary(BinaryOp::Add, std::move(a), std::move(b)); }
 Expr mul(Expr a, Expr b) { return binary(BinaryOp::Mul, std::move(a), std::move(b)); }

@@ -23,24 +23,6 @@ namespace unitile {
 
 namespace {
 
-bool writes(const Stmt& s, const std::string& b) {
-  if (s->kind == StmtKind::Store && s->buffer == b) return true;
-  for (const Stmt& c : s->body)
-    if (writes(c, b)) return true;
-  return false;
-}
-
-bool reads(const Stmt& s, const std::string& b) {
-  bool found = false;
-  auto scan = [&](const Expr& e) {
-    if (e) visit(e, [&](const Expr& a) { found |= a->kind == ExprKind::Access && a->name == b; });
-  };
-  for (const Expr& e : {s->min, s->extent, s->cond, s->value}) scan(e);
-  for (const Expr& i : s->indices) scan(i);
-  for (const Stmt& c : s->body) found |= reads(c, b);
-  return found;
-}
-
 // The store value of an init launch: loops (and blocks) around one store of a constant.
 Expr init_value(const Stmt& s, const std::string& b) {
   if (s->kind == StmtKind::For || (s->kind == StmtKind::Block && s->body.size() == 1))
@@ -169,7 +151,7 @@ struct Folder {
   // and whose first-visit condition does not depend on its own loops is duplicated
   // under `if (first) {identity} else {load}` rather than blending in every element.
   Stmt unswitch_or_walk(const Stmt& s) {
-    if (s->kind != StmtKind::For || writes(s, buffer) || !reads(s, buffer)) return walk(s);
+    if (s->kind != StmtKind::For || stmt_writes(s, buffer) || !stmt_reads(s, buffer)) return walk(s);
     // The condition as seen from inside this nest: find the read and its index.
     std::vector<Expr> idx;
     std::function<void(const Stmt&)> find = [&](const Stmt& x) {
@@ -205,7 +187,7 @@ LoopProgram fold_init(const LoopProgram& p, const std::string& buffer) {
   auto fail = [&](const std::string& why) { return UserError(fmt::format("error: schedule: {}: {}", what, why)); };
   std::vector<size_t> writers;
   for (size_t n = 0; n < p.funcs.size(); ++n)
-    if (writes(p.funcs[n].body, buffer)) writers.push_back(n);
+    if (stmt_writes(p.funcs[n].body, buffer)) writers.push_back(n);
   if (writers.size() != 2 || !p.funcs[writers[0]].name.ends_with("_init") ||
       p.funcs[writers[0]].name != p.funcs[writers[1]].name + "_init")
     throw fail(fmt::format("'{}' is not written by an init launch followed by its reduction", buffer));
@@ -213,7 +195,7 @@ LoopProgram fold_init(const LoopProgram& p, const std::string& buffer) {
   Expr identity = init_value(init.body, buffer);
   if (!identity) throw fail(fmt::format("the init launch of '{}' does not store one constant", buffer));
   for (size_t n = writers[0] + 1; n < writers[1]; ++n)
-    if (reads(p.funcs[n].body, buffer))
+    if (stmt_reads(p.funcs[n].body, buffer))
       throw fail(fmt::format("launch '{}' reads '{}' between its init and its update", p.funcs[n].name, buffer));
   Folder f{buffer, what, identity, {}, {}, {}};
   LoopProgram out = p;

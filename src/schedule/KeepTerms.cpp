@@ -19,19 +19,6 @@ namespace unitile {
 
 namespace {
 
-bool reads(const Expr& e, const std::string& buf) {
-  bool found = false;
-  visit(e, [&](const Expr& x) { found |= x->kind == ExprKind::Access && x->name == buf; });
-  return found;
-}
-
-bool stores_into(const Stmt& s, const std::string& buf) {
-  if (s->kind == StmtKind::Store && s->buffer == buf) return true;
-  for (const Stmt& c : s->body)
-    if (stores_into(c, buf)) return true;
-  return false;
-}
-
 // A reduction `acc[0] = OP(acc[0], e)`: e, or null.
 Expr reduction_term(const Stmt& s, const std::string& acc) {
   if (s->kind != StmtKind::Store || s->buffer != acc || s->indices.size() != 1 ||
@@ -43,7 +30,7 @@ Expr reduction_term(const Stmt& s, const std::string& acc) {
   if (!(binary_op || minmax) || v->operands.size() != 2) return nullptr;
   const Expr& a = v->operands[0];
   if (a->kind != ExprKind::Access || a->name != acc || const_int_value(a->operands[0]) != 0) return nullptr;
-  if (reads(v->operands[1], acc)) return nullptr;
+  if (expr_reads(v->operands[1], acc)) return nullptr;
   return v->operands[1];
 }
 
@@ -122,7 +109,7 @@ Stmt keep_terms(const LoopProgram& p, const Stmt& body, const std::string& buffe
       // The term must mean the same in both loops: the map writes nothing it reads.
       bool clobbers = false;
       visit(term, [&](const Expr& e) {
-        if (e->kind == ExprKind::Access) clobbers |= stores_into(map, e->name);
+        if (e->kind == ExprKind::Access) clobbers |= stmt_writes(map, e->name);
       });
       if (!plain || !found || clobbers) {
         why = !plain ? fmt::format("the loop after the reduction into {} is not one loop of stores", buffer)

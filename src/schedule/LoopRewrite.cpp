@@ -203,4 +203,42 @@ std::string fresh_name(const LoopProgram& p, const std::string& base) {
   }
 }
 
+NameSet::NameSet(const LoopProgram& p) {
+  for (const LoopBuffer& b : p.buffers) taken_.insert(b.name);
+  for (const ParamDecl& prm : p.params) taken_.insert(prm.name);
+}
+
+std::string NameSet::fresh(const std::string& base) {
+  if (taken_.insert(base).second) return base;
+  for (int n = 0;; ++n) {
+    std::string c = fmt::format("{}_{}", base, n);
+    if (taken_.insert(c).second) return c;
+  }
+}
+
+bool expr_reads(const Expr& e, const std::string& b) {
+  bool found = false;
+  if (e) visit(e, [&](const Expr& a) { found |= a->kind == ExprKind::Access && a->name == b; });
+  return found;
+}
+
+bool stmt_reads(const Stmt& s, const std::string& b) {
+  if (!s) return false;
+  for (const Expr& e : {s->min, s->extent, s->cond, s->value})
+    if (expr_reads(e, b)) return true;
+  for (const Expr& i : s->indices)
+    if (expr_reads(i, b)) return true;
+  for (const Stmt& c : s->body)
+    if (stmt_reads(c, b)) return true;
+  return false;
+}
+
+bool stmt_writes(const Stmt& s, const std::string& b) {
+  if (!s) return false;
+  if (s->kind == StmtKind::Store && s->buffer == b) return true;
+  for (const Stmt& c : s->body)
+    if (stmt_writes(c, b)) return true;
+  return false;
+}
+
 } // namespace unitile

@@ -8,6 +8,7 @@
 
 #include <functional>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -46,5 +47,25 @@ std::optional<int64_t> max_extent(const Expr& extent);
 
 /// A name based on `base` that no buffer, param or loop of `p` uses yet.
 std::string fresh_name(const LoopProgram& p, const std::string& base);
+
+/// Names for a new nest that differ from every buffer and param of a program and from
+/// each other (loop and let names inside a new launch need no more than that).
+class NameSet {
+public:
+  explicit NameSet(const LoopProgram& p);
+  /// `base` the first time, else `base_0`, `base_1`, ...: a name not handed out before.
+  std::string fresh(const std::string& base);
+
+private:
+  std::set<std::string> taken_;
+};
+
+/// Whether `e` (guards included) reads buffer `b`; false for a null `e`.
+bool expr_reads(const Expr& e, const std::string& b);
+/// Whether an expression anywhere in `s`'s tree (loop bounds, conditions, indices,
+/// stored values) reads buffer `b`.
+bool stmt_reads(const Stmt& s, const std::string& b);
+/// Whether `s`'s tree stores into buffer `b`.
+bool stmt_writes(const Stmt& s, const std::string& b);
 
 } // namespace unitile

@@ -53,26 +53,6 @@ bool indexes(const ExprNode* a, const std::string& v) {
   return false;
 }
 
-// Names no buffer or param of the program uses (loop and let names inside the new launch
-// only need to differ from those and from each other).
-class NameSet {
-public:
-  explicit NameSet(const LoopProgram& p) {
-    for (const LoopBuffer& b : p.buffers) taken_.insert(b.name);
-    for (const ParamDecl& prm : p.params) taken_.insert(prm.name);
-  }
-  std::string fresh(const std::string& base) {
-    if (taken_.insert(base).second) return base;
-    for (int n = 0;; ++n) {
-      std::string c = fmt::format("{}_{}", base, n);
-      if (taken_.insert(c).second) return c;
-    }
-  }
-
-private:
-  std::set<std::string> taken_;
-};
-
 // The lets of a task `tv` of a blocked contraction launch: its batch indices (`batch_at`
 // maps the batch variables to them), then the first row `i0` and column `j0` of its
 // bm x bn block of C, tasks ordered batch, row block, column block.

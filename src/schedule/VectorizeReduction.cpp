@@ -30,13 +30,6 @@ bool is_slot0(const Expr& x, const std::string& buf) {
          const_int_value(x->operands[0]) == 0;
 }
 
-bool reads_buffer(const Expr& e, const std::string& buf) {
-  if (e->kind == ExprKind::Access && e->name == buf) return true;
-  for (const Expr& o : e->operands)
-    if (reads_buffer(o, buf)) return true;
-  return e->guard && reads_buffer(e->guard, buf);
-}
-
 std::optional<ReductionStep> reduction_step(const Stmt& s, const std::string& buf) {
   if (s->kind != StmtKind::Store || s->buffer != buf || s->indices.size() != 1 ||
       const_int_value(s->indices[0]) != 0)
@@ -54,7 +47,7 @@ std::optional<ReductionStep> reduction_step(const Stmt& s, const std::string& bu
   } else {
     return std::nullopt;
   }
-  if (reads_buffer(r.e, buf)) return std::nullopt;
+  if (expr_reads(r.e, buf)) return std::nullopt;
   return r;
 }
 
@@ -104,7 +97,7 @@ std::optional<ReductionBody> reduction_body(const Stmt& loop, const std::string&
   ReductionBody r{{}, *step};
   for (size_t n = 0; n + 1 < stmts.size(); ++n) {
     const Stmt& s = stmts[n];
-    if (s->kind != StmtKind::Store || s->buffer == acc || reads_buffer(s->value, acc) ||
+    if (s->kind != StmtKind::Store || s->buffer == acc || expr_reads(s->value, acc) ||
         !unit_stride_in(access(s->buffer, s->indices, s->value->type), loop->var) ||
         !unit_stride_reads(s->value, loop->var))
       return std::nullopt;
@@ -137,7 +130,7 @@ Stmt vectorize_reduction(const Stmt& body, const std::string& v,
     for (size_t n = 0; n < stmts.size(); ++n) {
       const Stmt& x = stmts[n];
       if (x->kind == StmtKind::Store && x->buffer == acc && !init_at && !loop_at &&
-          !reads_buffer(x->value, acc))
+          !expr_reads(x->value, acc))
         init_at = n;
       else if (x->kind == StmtKind::For && x->var == v && init_at && !loop_at &&
                is_vectorizable_reduction(x, acc, lanes))
